@@ -1,0 +1,84 @@
+"""privacy_engine: the privacy maths of the product, free of any web framework.
+
+Imports only the standard library, numpy, pandas and opendp. Everything a release publishes about
+its guarantee (mechanism, ε, sensitivity, noise scale, 95% interval) is computed here.
+"""
+
+from privacy_engine.accuracy import (
+    geometric_expected_abs_error,
+    geometric_halfwidth,
+    geometric_tail,
+    laplace_expected_abs_error,
+    laplace_halfwidth,
+    laplace_tail,
+)
+from privacy_engine.definitions import Definition, PureDP, definition_from_dict
+from privacy_engine.errors import EngineValidationError
+from privacy_engine.mechanisms import GeometricMechanism, LaplaceMechanism
+from privacy_engine.noise import NoiseSource, OpenDPNoise
+from privacy_engine.queries import Count, Histogram, Mean, Query, Sum, query_from_dict
+from privacy_engine.release import (
+    PlannedStatistic,
+    ReleasePlan,
+    ReleaseResult,
+    StatisticResult,
+    plan_release,
+    preview,
+    run_queries,
+    split_epsilon,
+)
+from privacy_engine.schema import (
+    CategoricalColumn,
+    IdentifierColumn,
+    NumericColumn,
+    Schema,
+    schema_from_dict,
+)
+from privacy_engine.sensitivity import sensitivity
+from privacy_engine.translation import (
+    epsilon_to_truth_probability,
+    group_privacy,
+    posterior_bound,
+    truth_probability_to_epsilon,
+)
+
+__all__ = [
+    "CategoricalColumn",
+    "Count",
+    "Definition",
+    "EngineValidationError",
+    "GeometricMechanism",
+    "Histogram",
+    "IdentifierColumn",
+    "LaplaceMechanism",
+    "Mean",
+    "NoiseSource",
+    "NumericColumn",
+    "OpenDPNoise",
+    "PlannedStatistic",
+    "PureDP",
+    "Query",
+    "ReleasePlan",
+    "ReleaseResult",
+    "Schema",
+    "StatisticResult",
+    "Sum",
+    "definition_from_dict",
+    "epsilon_to_truth_probability",
+    "geometric_expected_abs_error",
+    "geometric_halfwidth",
+    "geometric_tail",
+    "group_privacy",
+    "laplace_expected_abs_error",
+    "laplace_halfwidth",
+    "laplace_tail",
+    "plan_release",
+    "posterior_bound",
+    "preview",
+    "query_from_dict",
+    "run_queries",
+    "schema_from_dict",
+    "sensitivity",
+    "split_epsilon",
+    "truth_probability_to_epsilon",
+]

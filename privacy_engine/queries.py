@@ -1,0 +1,150 @@
+"""Statistics a release can publish, as plain frozen data.
+
+``weight`` is an accuracy weight: a statistic's share of the release's ε is weight / Σ weights, so
+more weight means less noise.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from privacy_engine.errors import EngineValidationError
+from privacy_engine.schema import CategoricalColumn, NumericColumn, Schema
+
+
+@dataclass(frozen=True)
+class Count:
+    """Number of records."""
+
+    weight: float = 1.0
+    kind: str = field(default="count", init=False)
+    column: None = field(default=None, init=False)
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Records per declared category, or per bin of a numeric column.
+
+    ``bins`` are increasing edges from the column's lower to its upper bound; each bin is
+    [a, b) except the last, which is [a, b].
+    """
+
+    column: str
+    bins: tuple[float, ...] | None = None
+    weight: float = 1.0
+    kind: str = field(default="histogram", init=False)
+
+
+@dataclass(frozen=True)
+class Sum:
+    """Sum of a numeric column after clamping to its public bounds."""
+
+    column: str
+    weight: float = 1.0
+    kind: str = field(default="sum", init=False)
+
+
+@dataclass(frozen=True)
+class Mean:
+    """Mean of a numeric column, post-processed from a noisy sum and a noisy count."""
+
+    column: str
+    weight: float = 1.0
+    kind: str = field(default="mean", init=False)
+
+
+Query = Count | Histogram | Sum | Mean
+
+QUERY_KINDS = ("count", "histogram", "sum", "mean")
+
+
+def bin_labels(edges: tuple[float, ...]) -> tuple[str, ...]:
+    last = len(edges) - 2
+    return tuple(
+        f"[{lo:g}, {hi:g}{']' if i == last else ')'}"
+        for i, (lo, hi) in enumerate(itertools.pairwise(edges))
+    )
+
+
+def query_to_dict(query: Query) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": query.kind}
+    if query.column is not None:
+        out["column"] = query.column
+    if isinstance(query, Histogram) and query.bins is not None:
+        out["bins"] = list(query.bins)
+    if query.weight != 1.0:
+        out["weight"] = query.weight
+    return out
+
+
+def _validate_against_schema(query: Query, schema: Schema) -> None:
+    if isinstance(query, Count):
+        return
+    if query.column not in schema.columns:
+        raise EngineValidationError.single("column", "no such column in the schema")
+    column = schema.column(query.column)
+    if isinstance(query, Histogram):
+        if isinstance(column, CategoricalColumn):
+            if query.bins is not None:
+                raise EngineValidationError.single("bins", "bins apply only to numeric columns")
+            return
+        if isinstance(column, NumericColumn):
+            if query.bins is None:
+                raise EngineValidationError.single("bins", "a numeric histogram needs bin edges")
+            edges = query.bins
+            if len(edges) < 2 or any(b <= a for a, b in itertools.pairwise(edges)):
+                raise EngineValidationError.single("bins", "need at least two increasing edges")
+            if edges[0] != column.lower or edges[-1] != column.upper:
+                raise EngineValidationError.single(
+                    "bins", "the first and last edges must be the column's declared bounds"
+                )
+            return
+        raise EngineValidationError.single(
+            "column", "histograms need a categorical or numeric column"
+        )
+    if not isinstance(column, NumericColumn):
+        raise EngineValidationError.single("column", f"a {query.kind} needs a numeric column")
+
+
+def query_from_dict(spec: Mapping[str, Any] | Query, schema: Schema) -> Query:
+    """Build one query from ``{"kind": "sum", "column": "age", "weight": 2}`` and check it
+    against the declared schema; errors name fields relative to the query."""
+    if isinstance(spec, Count | Histogram | Sum | Mean):
+        query: Query = spec
+    else:
+        if not isinstance(spec, Mapping):
+            raise EngineValidationError.single("", "must be an object")
+        weight = spec.get("weight", 1)
+        if isinstance(weight, bool) or not isinstance(weight, int | float):
+            raise EngineValidationError.single("weight", "must be a number greater than 0")
+        weight = float(weight)
+        if not math.isfinite(weight) or weight <= 0:
+            raise EngineValidationError.single("weight", "must be a number greater than 0")
+        kind = spec.get("kind")
+        column = spec.get("column")
+        if kind != "count" and not isinstance(column, str):
+            raise EngineValidationError.single("column", "name the column this statistic uses")
+        if kind == "count":
+            query = Count(weight=weight)
+        elif kind == "histogram":
+            bins = spec.get("bins")
+            if bins is not None:
+                if not isinstance(bins, list) or not all(
+                    isinstance(b, int | float) and not isinstance(b, bool) and math.isfinite(b)
+                    for b in bins
+                ):
+                    raise EngineValidationError.single("bins", "must be a list of numbers")
+                bins = tuple(float(b) for b in bins)
+            query = Histogram(column=column, bins=bins, weight=weight)
+        elif kind == "sum":
+            query = Sum(column=column, weight=weight)
+        elif kind == "mean":
+            query = Mean(column=column, weight=weight)
+        else:
+            raise EngineValidationError.single("kind", f"must be one of: {', '.join(QUERY_KINDS)}")
+    _validate_against_schema(query, schema)
+    return query

@@ -1,0 +1,43 @@
+"""One error shape for the whole API: {"detail": "…"} and, for 400, "errors" by field path."""
+
+from typing import Any
+
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from releases.services.errors import Conflict, ValidationFailed
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, list[str]]:
+    if isinstance(data, dict):
+        out: dict[str, list[str]] = {}
+        for key, value in data.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            out.update(_flatten(value, path))
+        return out
+    if isinstance(data, list) and data and all(isinstance(item, str) for item in data):
+        return {prefix or "non_field_errors": [str(item) for item in data]}
+    if isinstance(data, list):
+        out = {}
+        for index, value in enumerate(data):
+            out.update(_flatten(value, f"{prefix}.{index}" if prefix else str(index)))
+        return out
+    return {prefix or "non_field_errors": [str(data)]}
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, ValidationFailed):
+        return Response(
+            {"detail": exc.detail, "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST
+        )
+    if isinstance(exc, Conflict):
+        return Response({"detail": exc.detail}, status=status.HTTP_409_CONFLICT)
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    if response.status_code == status.HTTP_400_BAD_REQUEST:
+        response.data = {"detail": "Invalid input.", "errors": _flatten(response.data)}
+    elif not (isinstance(response.data, dict) and "detail" in response.data):
+        response.data = {"detail": str(response.data)}
+    return response

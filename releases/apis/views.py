@@ -1,0 +1,291 @@
+"""HTTP API v1: validate input, call one service or selector, render JSON."""
+
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404
+from django.utils.dateparse import parse_datetime
+from rest_framework import serializers, status
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.views import APIView
+
+from accounts.permissions import IsCompliance, IsCurator, IsCuratorOrCompliance
+from accounts.services import auth_token_obtain
+from releases import selectors
+from releases.models import Dataset, Release, ReleaseFile
+from releases.services.audit import AuditAction, audit_chain_verify, audit_record
+from releases.services.datasets import dataset_create, dataset_schema_update
+from releases.services.errors import ValidationFailed
+from releases.services.releases import release_draft_create, release_submit
+
+
+def _paginate(view: APIView, request, queryset, render) -> Response:
+    paginator = PageNumberPagination()
+    page = paginator.paginate_queryset(queryset, request, view=view)
+    return paginator.get_paginated_response([render(item) for item in page])
+
+
+def dataset_data(dataset: Dataset) -> dict:
+    epsilon, delta = selectors.dataset_budget(dataset)
+    return {
+        "id": dataset.pk,
+        "name": dataset.name,
+        "owner": dataset.owner.get_username(),
+        "row_count": dataset.row_count,
+        "columns": dataset.columns,
+        "schema": dataset.schema or None,
+        "declared_size": dataset.declared_size,
+        "ledger": dataset.ledger_kind or None,
+        "budget": epsilon.as_dict(),
+        "budget_delta": delta.as_dict(),
+        "created_at": dataset.created_at.isoformat(),
+    }
+
+
+def compliance_dataset_data(dataset: Dataset) -> dict:
+    """Metadata and budget only: compliance never sees rows or the true number of rows."""
+    data = dataset_data(dataset)
+    data.pop("row_count")
+    return data
+
+
+def release_data(release: Release, request) -> dict:
+    return {
+        "id": release.pk,
+        "dataset": release.dataset_id,
+        "title": release.title,
+        "series": release.series.slug,
+        "definition": release.definition,
+        "queries": release.queries,
+        "preview": release.preview,
+        "status": release.status,
+        "progress": release.progress,
+        "version": release.version,
+        "failure_reason": release.failure_reason or None,
+        "epsilon_charged": None if release.epsilon_charged is None else str(release.epsilon_charged),
+        "delta_charged": None if release.delta_charged is None else str(release.delta_charged),
+        "worker": release.worker or None,
+        "created_at": release.created_at.isoformat(),
+        "submitted_at": release.submitted_at.isoformat() if release.submitted_at else None,
+        "published_at": release.published_at.isoformat() if release.published_at else None,
+        "catalog_url": reverse("api-catalog-version", request=request,
+                               kwargs={"slug": release.series.slug, "version": release.version})
+        if release.is_published else None,
+    }
+
+
+def file_data(release: Release, request) -> list[dict]:
+    return [
+        {
+            "format": f.format,
+            "sha256": f.sha256,
+            "size": f.size,
+            "url": reverse("api-catalog-file", request=request, kwargs={
+                "slug": release.series.slug, "version": release.version, "file_format": f.format,
+            }),
+        }
+        for f in release.files.all()
+    ]
+
+
+def catalog_entry(release: Release, request) -> dict:
+    return {
+        "slug": release.series.slug,
+        "title": release.title,
+        "version": release.version,
+        "published_at": release.published_at.isoformat(),
+        "definition": release.definition,
+        "files": file_data(release, request),
+        "url": reverse("api-catalog-version", request=request,
+                       kwargs={"slug": release.series.slug, "version": release.version}),
+    }
+
+
+class TokenObtainApi(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    class InputSerializer(serializers.Serializer):
+        username = serializers.CharField()
+        password = serializers.CharField(trim_whitespace=False)
+
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        key = auth_token_obtain(request=request, **data.validated_data)
+        if key is None:
+            return Response({"detail": "Unable to log in with these credentials."},
+                            status=status.HTTP_400_BAD_REQUEST)
+        return Response({"token": key})
+
+
+class DatasetListApi(APIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    def get_permissions(self):
+        return [IsCurator()] if self.request.method == "POST" else [IsCuratorOrCompliance()]
+
+    def get(self, request):
+        datasets = selectors.dataset_list_visible(user=request.user).select_related("owner")
+        render = dataset_data
+        if not IsCurator().has_permission(request, self):
+            render = compliance_dataset_data
+        return _paginate(self, request, datasets, render)
+
+    def post(self, request):
+        dataset = dataset_create(
+            owner=request.user,
+            name=request.data.get("name", ""),
+            upload=request.FILES.get("file"),
+            budget_epsilon=request.data.get("budget_epsilon"),
+            budget_delta=request.data.get("budget_delta"),
+            declared_size=request.data.get("declared_size"),
+        )
+        return Response(dataset_data(dataset), status=status.HTTP_201_CREATED)
+
+
+class DatasetDetailApi(APIView):
+    permission_classes = [IsCuratorOrCompliance]
+
+    def get(self, request, dataset_id: int):
+        dataset = get_object_or_404(selectors.dataset_list_visible(user=request.user),
+                                    pk=dataset_id)
+        if dataset.owner_id == request.user.pk:
+            return Response(dataset_data(dataset))
+        return Response(compliance_dataset_data(dataset))
+
+
+class DatasetSchemaApi(APIView):
+    permission_classes = [IsCurator]
+    parser_classes = [JSONParser]
+
+    def put(self, request, dataset_id: int):
+        dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=dataset_id)
+        if not isinstance(request.data, dict):
+            raise ValidationFailed({"columns": ["must be an object of column declarations"]})
+        dataset = dataset_schema_update(dataset=dataset, user=request.user, schema=request.data)
+        return Response(dataset.schema)
+
+
+class ReleaseListApi(APIView):
+    permission_classes = [IsCurator]
+    parser_classes = [JSONParser]
+
+    def get(self, request):
+        releases = selectors.release_list_owned(user=request.user)
+        return _paginate(self, request, releases, lambda r: release_data(r, request))
+
+    def post(self, request):
+        body = request.data if isinstance(request.data, dict) else {}
+        dataset_id = body.get("dataset")
+        if isinstance(dataset_id, bool) or not isinstance(dataset_id, int):
+            raise ValidationFailed({"dataset": ["must be the id of one of your datasets"]})
+        dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=dataset_id)
+        release = release_draft_create(
+            user=request.user, dataset=dataset, title=body.get("title", ""),
+            definition=body.get("definition"), queries=body.get("queries"),
+            series_slug=body.get("series"),
+        )
+        return Response(release_data(release, request), status=status.HTTP_201_CREATED)
+
+
+class ReleaseDetailApi(APIView):
+    permission_classes = [IsCurator]
+
+    def get(self, request, release_id: int):
+        release = get_object_or_404(selectors.release_list_owned(user=request.user), pk=release_id)
+        return Response(release_data(release, request))
+
+
+class ReleaseSubmitApi(APIView):
+    permission_classes = [IsCurator]
+
+    def post(self, request, release_id: int):
+        release = get_object_or_404(selectors.release_list_owned(user=request.user), pk=release_id)
+        release = release_submit(release=release, user=request.user)
+        return Response({"id": release.pk, "status": release.status},
+                        status=status.HTTP_202_ACCEPTED)
+
+
+class CatalogListApi(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    def get(self, request):
+        releases = selectors.release_list_published(search=request.query_params.get("search"))
+        return _paginate(self, request, releases, lambda r: catalog_entry(r, request))
+
+
+class CatalogVersionApi(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    def get(self, request, slug: str, version: int):
+        release = selectors.release_get_published(slug=slug, version=version)
+        if release is None:
+            raise Http404
+        statistics = [a.statistic for a in release.answers.order_by("position")]
+        return Response({**catalog_entry(release, request), "statistics": statistics})
+
+
+class CatalogFileApi(APIView):
+    """Serves a released file only if its release is published; every download is audited."""
+
+    permission_classes = [AllowAny]
+
+    def get(self, request, slug: str, version: int, file_format: str):
+        release = selectors.release_get_published(slug=slug, version=version)
+        if release is None:
+            raise Http404
+        release_file = release.files.filter(format=file_format).first()
+        if release_file is None:
+            raise Http404
+        audit_record(
+            actor=request.user, action=AuditAction.FILE_DOWNLOADED, object_type="release_file",
+            object_id=release_file.pk, dataset_id=release.dataset_id,
+            details={"slug": slug, "version": version, "format": file_format},
+        )
+        content_type = "text/csv" if file_format == ReleaseFile.Format.CSV else "application/json"
+        return FileResponse(
+            release_file.file.open("rb"), as_attachment=True, content_type=content_type,
+            filename=f"{slug}-v{version}.{file_format}",
+        )
+
+
+class AuditEventListApi(APIView):
+    permission_classes = [IsCompliance]
+
+    def get(self, request):
+        params = request.query_params
+        errors: dict[str, list[str]] = {}
+        dataset = params.get("dataset")
+        if dataset is not None and not dataset.isdigit():
+            errors["dataset"] = ["must be a dataset id"]
+        since = params.get("since")
+        since_value = None
+        if since:
+            since_value = parse_datetime(since)
+            if since_value is None:
+                errors["since"] = ["must be an ISO-8601 date and time"]
+        if errors:
+            raise ValidationFailed(errors)
+        events = selectors.audit_event_list(
+            dataset=int(dataset) if dataset else None, actor=params.get("actor"),
+            action=params.get("action"), since=since_value,
+        )
+        return _paginate(self, request, events, lambda e: {
+            "id": e.pk, "at": e.at.isoformat(), "actor": e.actor, "action": e.action,
+            "object_type": e.object_type, "object_id": e.object_id, "dataset": e.dataset_id,
+            "details": e.details, "hash": e.hash, "previous_hash": e.previous_hash,
+        })
+
+
+class AuditVerifyApi(APIView):
+    permission_classes = [IsCompliance]
+
+    def get(self, request):
+        result = audit_chain_verify()
+        return Response({"valid": result.valid, "events": result.events,
+                         "first_broken_event": result.first_broken_event})

@@ -1,0 +1,199 @@
+"""Datasets, releases, the budget ledger and the audit trail.
+
+Amounts of privacy budget are Decimals with 12 places; ledger entries are never edited once spent.
+State changes live in ``releases/services``; these classes hold no side effects.
+"""
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.files.storage import FileSystemStorage
+from django.db import models
+from django.db.models import Q
+
+
+def private_storage() -> FileSystemStorage:
+    return FileSystemStorage(location=settings.PRIVATE_STORAGE_ROOT)
+
+
+def release_storage() -> FileSystemStorage:
+    return FileSystemStorage(location=settings.RELEASE_STORAGE_ROOT)
+
+
+BUDGET_FIELD = {"max_digits": 24, "decimal_places": 12}
+
+
+class LedgerKind(models.TextChoices):
+    DIFFERENTIAL_PRIVACY = "differential_privacy", "Differential privacy"
+
+
+class Dataset(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                              related_name="datasets")
+    name = models.CharField(max_length=200)
+    file = models.FileField(storage=private_storage, upload_to="datasets/")
+    row_count = models.PositiveIntegerField()
+    # [{"name": ..., "inferred_kind": ...}] in file order.
+    columns = models.JSONField()
+    # The curator's declaration: {"columns": {...}, "declared_size": n}. Public facts only.
+    schema = models.JSONField(default=dict)
+    declared_size = models.PositiveIntegerField(null=True, blank=True)
+    budget_epsilon = models.DecimalField(**BUDGET_FIELD)
+    budget_delta = models.DecimalField(**BUDGET_FIELD, default=Decimal(0))
+    # Fixed by the first submitted release; until then any definition may be chosen.
+    ledger_kind = models.CharField(max_length=40, choices=LedgerKind.choices, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c["name"] for c in self.columns]
+
+
+class ReleaseSeries(models.Model):
+    """A titled line of versions; each published release is one version of one series."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                              related_name="release_series")
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="series")
+    slug = models.SlugField(max_length=120, unique=True)
+    title = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+        verbose_name_plural = "release series"
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Release(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        PUBLISHED = "published", "Published"
+        FAILED = "failed", "Failed"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="releases")
+    series = models.ForeignKey(ReleaseSeries, on_delete=models.PROTECT, related_name="releases")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                                   related_name="releases")
+    title = models.CharField(max_length=200)
+    definition = models.JSONField()
+    queries = models.JSONField()
+    preview = models.JSONField()
+    # The schema the release was planned and run with, frozen at submission.
+    schema = models.JSONField(default=dict)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT)
+    progress = models.FloatField(default=0.0)
+    failure_reason = models.TextField(blank=True)
+    version = models.PositiveIntegerField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True, help_text="host:pid of the worker")
+    epsilon_charged = models.DecimalField(**BUDGET_FIELD, null=True, blank=True)
+    delta_charged = models.DecimalField(**BUDGET_FIELD, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["series", "version"], condition=Q(version__isnull=False),
+                name="unique_version_per_series",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.status})"
+
+    @property
+    def is_published(self) -> bool:
+        return self.status == self.Status.PUBLISHED
+
+
+class NoisyAnswer(models.Model):
+    """One drawn noisy statistic. Stored once: a retried task reuses it and never redraws."""
+
+    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="answers")
+    position = models.PositiveIntegerField()
+    statistic = models.JSONField()
+    drawn_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["release", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["release", "position"], name="one_draw_per_statistic"),
+        ]
+
+
+class LedgerEntry(models.Model):
+    """A dataset's budget movement for one release: reserved on submit, then spent or returned."""
+
+    class State(models.TextChoices):
+        RESERVED = "reserved", "Reserved"
+        SPENT = "spent", "Spent"
+        RETURNED = "returned", "Returned"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="ledger")
+    release = models.OneToOneField(Release, on_delete=models.PROTECT, related_name="ledger_entry")
+    definition_kind = models.CharField(max_length=40)
+    epsilon = models.DecimalField(**BUDGET_FIELD)
+    delta = models.DecimalField(**BUDGET_FIELD, default=Decimal(0))
+    state = models.CharField(max_length=20, choices=State.choices, default=State.RESERVED)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        verbose_name_plural = "ledger entries"
+
+
+class ReleaseFile(models.Model):
+    class Format(models.TextChoices):
+        CSV = "csv", "CSV"
+        JSON = "json", "JSON"
+
+    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="files")
+    format = models.CharField(max_length=10, choices=Format.choices)
+    file = models.FileField(storage=release_storage, upload_to="files/")
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["release", "format"]
+        constraints = [
+            models.UniqueConstraint(fields=["release", "format"], name="one_file_per_format"),
+        ]
+
+
+class AuditChainHead(models.Model):
+    """The single row every audit writer locks, so the hash chain can never fork."""
+
+    last_event_id = models.BigIntegerField(null=True)
+    last_hash = models.CharField(max_length=64, default="0" * 64)
+
+
+class AuditEvent(models.Model):
+    at = models.DateTimeField()
+    actor = models.CharField(max_length=150, help_text="username, or 'anonymous' / 'system'")
+    action = models.CharField(max_length=60, db_index=True)
+    object_type = models.CharField(max_length=60)
+    object_id = models.CharField(max_length=60, blank=True)
+    dataset_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    details = models.JSONField(default=dict)
+    previous_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64, unique=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.action} by {self.actor}"

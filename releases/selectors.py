@@ -1,0 +1,88 @@
+"""Reads: querysets scoped to who is asking, and derived figures such as budgets."""
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db.models import Q, QuerySet, Sum
+
+from accounts.roles import Role, user_has_role
+from releases.models import AuditEvent, Dataset, LedgerEntry, Release
+
+
+@dataclass(frozen=True)
+class Budget:
+    total: Decimal
+    spent: Decimal
+    reserved: Decimal
+
+    @property
+    def remaining(self) -> Decimal:
+        return self.total - self.spent - self.reserved
+
+    def as_dict(self) -> dict[str, str]:
+        return {name: str(getattr(self, name)) for name in ("total", "spent", "reserved", "remaining")}
+
+
+def dataset_budget(dataset: Dataset) -> tuple[Budget, Budget]:
+    """The ε and δ budgets of a dataset, from its ledger."""
+    sums = dataset.ledger.aggregate(
+        epsilon_spent=Sum("epsilon", filter=Q(state=LedgerEntry.State.SPENT)),
+        epsilon_reserved=Sum("epsilon", filter=Q(state=LedgerEntry.State.RESERVED)),
+        delta_spent=Sum("delta", filter=Q(state=LedgerEntry.State.SPENT)),
+        delta_reserved=Sum("delta", filter=Q(state=LedgerEntry.State.RESERVED)),
+    )
+    zero = Decimal(0)
+    epsilon = Budget(dataset.budget_epsilon, sums["epsilon_spent"] or zero,
+                     sums["epsilon_reserved"] or zero)
+    delta = Budget(dataset.budget_delta, sums["delta_spent"] or zero,
+                   sums["delta_reserved"] or zero)
+    return epsilon, delta
+
+
+def dataset_list_visible(*, user) -> QuerySet[Dataset]:
+    """Curators see their own datasets; compliance sees every dataset's metadata."""
+    if user_has_role(user, Role.COMPLIANCE):
+        return Dataset.objects.all()
+    return Dataset.objects.filter(owner=user)
+
+
+def dataset_list_owned(*, user) -> QuerySet[Dataset]:
+    return Dataset.objects.filter(owner=user)
+
+
+def release_list_owned(*, user) -> QuerySet[Release]:
+    return Release.objects.filter(created_by=user).select_related("series", "dataset")
+
+
+def release_list_published(*, search: str | None = None) -> QuerySet[Release]:
+    releases = (
+        Release.objects.filter(status=Release.Status.PUBLISHED)
+        .select_related("series")
+        .prefetch_related("files")
+        .order_by("-published_at", "-id")
+    )
+    if search:
+        releases = releases.filter(title__icontains=search)
+    return releases
+
+
+def release_get_published(*, slug: str, version: int) -> Release | None:
+    return (
+        release_list_published().filter(series__slug=slug, version=version).first()
+    )
+
+
+def audit_event_list(
+    *, dataset: int | None = None, actor: str | None = None, action: str | None = None,
+    since=None,
+) -> QuerySet[AuditEvent]:
+    events = AuditEvent.objects.order_by("-id")
+    if dataset is not None:
+        events = events.filter(dataset_id=dataset)
+    if actor:
+        events = events.filter(actor=actor)
+    if action:
+        events = events.filter(action=action)
+    if since is not None:
+        events = events.filter(at__gte=since)
+    return events

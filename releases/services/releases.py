@@ -1,0 +1,150 @@
+"""Drafting and submitting releases: previews from public facts, budget reserved atomically."""
+
+from decimal import Decimal
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+from django.utils.text import slugify
+
+from privacy_engine import EngineValidationError, plan_release
+from privacy_engine.queries import query_to_dict
+from releases.models import Dataset, LedgerEntry, LedgerKind, Release, ReleaseSeries
+from releases.selectors import dataset_budget
+from releases.services.audit import AuditAction, audit_record
+from releases.services.errors import Conflict, ValidationFailed
+
+
+def _plan(dataset: Dataset, definition: Any, queries: Any):
+    if not dataset.schema:
+        raise ValidationFailed(
+            {"dataset": ["Declare the dataset's schema (bounds and categories) first."]}
+        )
+    try:
+        return plan_release(schema=dataset.schema, definition=definition, queries=queries)
+    except EngineValidationError as error:
+        raise ValidationFailed(error.errors) from None
+
+
+def _unique_slug(title: str) -> str:
+    base = slugify(title)[:100] or "release"
+    slug, number = base, 1
+    while ReleaseSeries.objects.filter(slug=slug).exists():
+        number += 1
+        slug = f"{base}-{number}"
+    return slug
+
+
+def release_draft_create(
+    *, user, dataset: Dataset, title: str, definition: Any, queries: Any,
+    series_slug: str | None = None,
+) -> Release:
+    """Validate a release plan against the declared schema and store it as a draft with its
+    preview. Spends no budget and reads no data."""
+    errors: dict[str, list[str]] = {}
+    title = (title or "").strip()
+    if not title:
+        errors["title"] = ["Give the release a title."]
+    elif len(title) > 200:
+        errors["title"] = ["Use at most 200 characters."]
+    series = None
+    if series_slug:
+        series = ReleaseSeries.objects.filter(slug=series_slug, owner=user, dataset=dataset).first()
+        if series is None:
+            errors["series"] = ["No series with this slug for this dataset."]
+    plan = None
+    try:
+        plan = _plan(dataset, definition, queries)
+    except ValidationFailed as error:
+        errors.update(error.errors)
+    if errors:
+        raise ValidationFailed(errors)
+    with transaction.atomic():
+        if series is None:
+            series = ReleaseSeries.objects.create(
+                owner=user, dataset=dataset, slug=_unique_slug(title), title=title
+            )
+        release = Release.objects.create(
+            dataset=dataset, series=series, created_by=user, title=title,
+            definition=plan.definition.to_dict(),
+            queries=[query_to_dict(s.query) for s in plan.statistics],
+            preview=[s.to_preview() for s in plan.statistics],
+        )
+        audit_record(
+            actor=user, action=AuditAction.RELEASE_DRAFTED, object_type="release",
+            object_id=release.pk, dataset_id=dataset.pk,
+            details={"title": title, "series": series.slug, "definition": release.definition,
+                     "queries": release.queries},
+        )
+    return release
+
+
+def _format_amount(amount: Decimal) -> str:
+    return format(amount.normalize(), "f")
+
+
+def release_submit(*, release: Release, user) -> Release:
+    """Reserve the release's ε (and δ) and queue it for a worker, atomically.
+
+    The dataset row is locked (SQLite: the IMMEDIATE transaction holds the write lock), so two
+    submissions can never both see the last of the budget. Raises :class:`Conflict` when the
+    release was already submitted or the budget would be exceeded; nothing changes then.
+    """
+    from releases.tasks import release_run_task
+
+    with transaction.atomic():
+        locked = Release.objects.select_for_update().get(pk=release.pk)
+        if locked.status != Release.Status.DRAFT:
+            raise Conflict(f"This release was already submitted (status: {locked.status}).")
+        dataset = Dataset.objects.select_for_update().get(pk=locked.dataset_id)
+        plan = _plan(dataset, locked.definition, locked.queries)
+        ledger_kind = LedgerKind.DIFFERENTIAL_PRIVACY
+        if dataset.ledger_kind and dataset.ledger_kind != ledger_kind:
+            raise Conflict(
+                f"This dataset's budget is accounted under {dataset.ledger_kind}; "
+                f"a {locked.definition['kind']} release cannot be charged to it."
+            )
+        epsilon, delta = plan.epsilon_spent, plan.delta_spent
+        epsilon_budget, delta_budget = dataset_budget(dataset)
+        if epsilon > epsilon_budget.remaining:
+            raise Conflict(
+                f"Not enough privacy budget: this release requests ε = {_format_amount(epsilon)} "
+                f"but only ε = {_format_amount(epsilon_budget.remaining)} remains."
+            )
+        if delta > delta_budget.remaining:
+            raise Conflict(
+                f"Not enough privacy budget: this release requests δ = {_format_amount(delta)} "
+                f"but only δ = {_format_amount(delta_budget.remaining)} remains."
+            )
+        if not dataset.ledger_kind:
+            dataset.ledger_kind = ledger_kind
+            dataset.save(update_fields=["ledger_kind"])
+        entry = LedgerEntry.objects.create(
+            dataset=dataset, release=locked, definition_kind=locked.definition["kind"],
+            epsilon=epsilon, delta=delta,
+        )
+        locked.status = Release.Status.QUEUED
+        locked.schema = dataset.schema
+        locked.preview = [s.to_preview() for s in plan.statistics]
+        locked.epsilon_charged, locked.delta_charged = epsilon, delta
+        locked.submitted_at = timezone.now()
+        locked.save()
+        audit_record(
+            actor=user, action=AuditAction.RELEASE_SUBMITTED, object_type="release",
+            object_id=locked.pk, dataset_id=dataset.pk, details={"title": locked.title},
+        )
+        audit_record(
+            actor=user, action=AuditAction.BUDGET_RESERVED, object_type="ledger_entry",
+            object_id=entry.pk, dataset_id=dataset.pk,
+            details={"release": locked.pk, "epsilon": str(epsilon), "delta": str(delta),
+                     "ledger": dataset.ledger_kind},
+        )
+        release_run_task.delay_on_commit(locked.pk)
+    return locked
+
+
+def series_next_version(series: ReleaseSeries) -> int:
+    """Next version number; call with the series row locked."""
+    latest = series.releases.aggregate(latest=Max("version"))["latest"]
+    return (latest or 0) + 1

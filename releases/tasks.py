@@ -1,0 +1,20 @@
+"""Celery tasks: take an id, call one service. Idempotency lives in the service."""
+
+import os
+import socket
+
+from celery import shared_task
+from django.db import DatabaseError
+
+from releases.services.runs import release_run
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(DatabaseError,),
+    retry_backoff=True,
+    retry_backoff_max=60,
+    max_retries=5,
+)
+def release_run_task(release_id: int) -> None:
+    release_run(release_id=release_id, worker=f"{socket.gethostname()}:{os.getpid()}")

@@ -1,0 +1,22 @@
+from django.urls import path
+
+from releases.apis import views
+
+urlpatterns = [
+    path("auth/token/", views.TokenObtainApi.as_view(), name="api-token"),
+    path("datasets/", views.DatasetListApi.as_view(), name="api-datasets"),
+    path("datasets/<int:dataset_id>/", views.DatasetDetailApi.as_view(), name="api-dataset"),
+    path("datasets/<int:dataset_id>/schema/", views.DatasetSchemaApi.as_view(),
+         name="api-dataset-schema"),
+    path("releases/", views.ReleaseListApi.as_view(), name="api-releases"),
+    path("releases/<int:release_id>/", views.ReleaseDetailApi.as_view(), name="api-release"),
+    path("releases/<int:release_id>/submit/", views.ReleaseSubmitApi.as_view(),
+         name="api-release-submit"),
+    path("catalog/", views.CatalogListApi.as_view(), name="api-catalog"),
+    path("catalog/<slug:slug>/versions/<int:version>/", views.CatalogVersionApi.as_view(),
+         name="api-catalog-version"),
+    path("catalog/<slug:slug>/versions/<int:version>/files/<str:file_format>/",
+         views.CatalogFileApi.as_view(), name="api-catalog-file"),
+    path("audit/events/", views.AuditEventListApi.as_view(), name="api-audit-events"),
+    path("audit/verify/", views.AuditVerifyApi.as_view(), name="api-audit-verify"),
+]

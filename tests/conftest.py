@@ -1,0 +1,148 @@
+"""Shared fixtures. Under REQUIRE_SERVICES=1 (CI) a skipped service, worker or browser test is a
+failure: those tests must run there."""
+
+import os
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.test import APIClient
+
+REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
+SERVICE_MARKERS = {"services", "worker", "browser"}
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip with a printed reason, or fail when CI requires every service test to run."""
+    if REQUIRE_SERVICES:
+        pytest.fail(f"REQUIRE_SERVICES=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if (
+        REQUIRE_SERVICES
+        and report.skipped
+        and SERVICE_MARKERS & {m.name for m in item.iter_markers()}
+    ):
+        report.outcome = "failed"
+        report.longrepr = f"REQUIRE_SERVICES=1: {item.nodeid} was skipped, it must run"
+
+
+@pytest.fixture(autouse=True)
+def _celery_eager_in_process(settings):
+    """In-process tests run tasks eagerly; tests that claim the worker path start a real one."""
+    from config.celery import app
+
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
+
+
+@pytest.fixture(autouse=True)
+def _private_dirs(settings, tmp_path):
+    settings.PRIVATE_STORAGE_ROOT = tmp_path / "private"
+    settings.RELEASE_STORAGE_ROOT = tmp_path / "releases"
+
+
+def make_user(username: str, role: str | None):
+    from accounts.roles import Role
+    from accounts.services import user_create_or_reset
+
+    if role is None:
+        from django.contrib.auth import get_user_model
+
+        return get_user_model().objects.create_user(username=username, password="pw-unused-1")
+    user, _ = user_create_or_reset(username=username, role=Role(role), password="pw-test-12345")
+    return user
+
+
+@pytest.fixture
+def curator(db):
+    return make_user("curator1", "curator")
+
+
+@pytest.fixture
+def other_curator(db):
+    return make_user("curator2", "curator")
+
+
+@pytest.fixture
+def compliance_user(db):
+    return make_user("auditor", "compliance")
+
+
+def client_for(user) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user=user)
+    return client
+
+
+@pytest.fixture
+def anonymous_client():
+    return APIClient()
+
+
+@pytest.fixture
+def curator_client(curator):
+    return client_for(curator)
+
+
+@pytest.fixture
+def other_curator_client(other_curator):
+    return client_for(other_curator)
+
+
+@pytest.fixture
+def compliance_client(compliance_user):
+    return client_for(compliance_user)
+
+
+CLINIC_CSV = (
+    "name,age,sex,visits\n"
+    "Ann,34,F,2\n"
+    "Bob,51,M,0\n"
+    "Cid,29,M,5\n"
+    "Dee,120,F,1\n"
+    "Eve,,X,3\n"
+).encode()
+
+CLINIC_SCHEMA = {
+    "columns": {
+        "age": {"kind": "numeric", "lower": 0, "upper": 100},
+        "sex": {"kind": "categorical", "categories": ["F", "M"]},
+        "visits": {"kind": "numeric", "lower": 0, "upper": 10},
+    },
+    "declared_size": 5,
+}
+
+
+def csv_upload(content: bytes = CLINIC_CSV, name: str = "clinic.csv") -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, content, content_type="text/csv")
+
+
+@pytest.fixture
+def dataset(curator):
+    from releases.services.datasets import dataset_create, dataset_schema_update
+
+    created = dataset_create(owner=curator, name="Clinic", upload=csv_upload(),
+                             budget_epsilon="1.0")
+    return dataset_schema_update(dataset=created, user=curator, schema=CLINIC_SCHEMA)
+
+
+def draft_body(dataset_id: int, epsilon: float = 0.5, **extra) -> dict:
+    return {
+        "dataset": dataset_id,
+        "title": "Clinic statistics",
+        "definition": {"kind": "pure_dp", "epsilon": epsilon},
+        "queries": [
+            {"kind": "count"},
+            {"kind": "histogram", "column": "sex"},
+            {"kind": "sum", "column": "age"},
+            {"kind": "mean", "column": "age", "weight": 2},
+        ],
+        **extra,
+    }
