@@ -31,8 +31,10 @@ def _development_secret_key() -> str:
     return key_file.read_text().strip()
 
 
-SECRET_KEY = env.str("SECRET_KEY") if not DEBUG else env.str("SECRET_KEY", default="") or (
-    _development_secret_key()
+SECRET_KEY = (
+    env.str("SECRET_KEY")
+    if not DEBUG
+    else env.str("SECRET_KEY", default="") or (_development_secret_key())
 )
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
@@ -133,7 +135,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "releases.apis.pagination.Pagination",
     "PAGE_SIZE": env.int("API_PAGE_SIZE", default=20),
     "EXCEPTION_HANDLER": "releases.apis.errors.api_exception_handler",
 }

@@ -28,8 +28,9 @@ class LedgerKind(models.TextChoices):
 
 
 class Dataset(models.Model):
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
-                              related_name="datasets")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="datasets"
+    )
     name = models.CharField(max_length=200)
     file = models.FileField(storage=private_storage, upload_to="datasets/")
     row_count = models.PositiveIntegerField()
@@ -58,8 +59,9 @@ class Dataset(models.Model):
 class ReleaseSeries(models.Model):
     """A titled line of versions; each published release is one version of one series."""
 
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
-                              related_name="release_series")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="release_series"
+    )
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="series")
     slug = models.SlugField(max_length=120, unique=True)
     title = models.CharField(max_length=200)
@@ -83,8 +85,9 @@ class Release(models.Model):
 
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="releases")
     series = models.ForeignKey(ReleaseSeries, on_delete=models.PROTECT, related_name="releases")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
-                                   related_name="releases")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="releases"
+    )
     title = models.CharField(max_length=200)
     definition = models.JSONField()
     queries = models.JSONField()
@@ -106,7 +109,8 @@ class Release(models.Model):
         ordering = ["-created_at", "-id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["series", "version"], condition=Q(version__isnull=False),
+                fields=["series", "version"],
+                condition=Q(version__isnull=False),
                 name="unique_version_per_series",
             ),
         ]
@@ -133,6 +137,9 @@ class NoisyAnswer(models.Model):
             models.UniqueConstraint(fields=["release", "position"], name="one_draw_per_statistic"),
         ]
 
+    def __str__(self) -> str:
+        return f"answer {self.position} of release {self.release_id}"
+
 
 class LedgerEntry(models.Model):
     """A dataset's budget movement for one release: reserved on submit, then spent or returned."""
@@ -155,6 +162,9 @@ class LedgerEntry(models.Model):
         ordering = ["created_at", "id"]
         verbose_name_plural = "ledger entries"
 
+    def __str__(self) -> str:
+        return f"ε {self.epsilon} {self.state} for release {self.release_id}"
+
 
 class ReleaseFile(models.Model):
     class Format(models.TextChoices):
@@ -173,12 +183,18 @@ class ReleaseFile(models.Model):
             models.UniqueConstraint(fields=["release", "format"], name="one_file_per_format"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.format} of release {self.release_id}"
+
 
 class AuditChainHead(models.Model):
     """The single row every audit writer locks, so the hash chain can never fork."""
 
     last_event_id = models.BigIntegerField(null=True)
     last_hash = models.CharField(max_length=64, default="0" * 64)
+
+    def __str__(self) -> str:
+        return f"audit chain head at event {self.last_event_id}"
 
 
 class AuditEvent(models.Model):

@@ -20,7 +20,9 @@ class Budget:
         return self.total - self.spent - self.reserved
 
     def as_dict(self) -> dict[str, str]:
-        return {name: str(getattr(self, name)) for name in ("total", "spent", "reserved", "remaining")}
+        return {
+            name: str(getattr(self, name)) for name in ("total", "spent", "reserved", "remaining")
+        }
 
 
 def dataset_budget(dataset: Dataset) -> tuple[Budget, Budget]:
@@ -32,10 +34,12 @@ def dataset_budget(dataset: Dataset) -> tuple[Budget, Budget]:
         delta_reserved=Sum("delta", filter=Q(state=LedgerEntry.State.RESERVED)),
     )
     zero = Decimal(0)
-    epsilon = Budget(dataset.budget_epsilon, sums["epsilon_spent"] or zero,
-                     sums["epsilon_reserved"] or zero)
-    delta = Budget(dataset.budget_delta, sums["delta_spent"] or zero,
-                   sums["delta_reserved"] or zero)
+    epsilon = Budget(
+        dataset.budget_epsilon, sums["epsilon_spent"] or zero, sums["epsilon_reserved"] or zero
+    )
+    delta = Budget(
+        dataset.budget_delta, sums["delta_spent"] or zero, sums["delta_reserved"] or zero
+    )
     return epsilon, delta
 
 
@@ -67,13 +71,14 @@ def release_list_published(*, search: str | None = None) -> QuerySet[Release]:
 
 
 def release_get_published(*, slug: str, version: int) -> Release | None:
-    return (
-        release_list_published().filter(series__slug=slug, version=version).first()
-    )
+    return release_list_published().filter(series__slug=slug, version=version).first()
 
 
 def audit_event_list(
-    *, dataset: int | None = None, actor: str | None = None, action: str | None = None,
+    *,
+    dataset: int | None = None,
+    actor: str | None = None,
+    action: str | None = None,
     since=None,
 ) -> QuerySet[AuditEvent]:
     events = AuditEvent.objects.order_by("-id")

@@ -101,14 +101,7 @@ def compliance_client(compliance_user):
     return client_for(compliance_user)
 
 
-CLINIC_CSV = (
-    "name,age,sex,visits\n"
-    "Ann,34,F,2\n"
-    "Bob,51,M,0\n"
-    "Cid,29,M,5\n"
-    "Dee,120,F,1\n"
-    "Eve,,X,3\n"
-).encode()
+CLINIC_CSV = b"name,age,sex,visits\nAnn,34,F,2\nBob,51,M,0\nCid,29,M,5\nDee,120,F,1\nEve,,X,3\n"
 
 CLINIC_SCHEMA = {
     "columns": {
@@ -128,8 +121,9 @@ def csv_upload(content: bytes = CLINIC_CSV, name: str = "clinic.csv") -> SimpleU
 def dataset(curator):
     from releases.services.datasets import dataset_create, dataset_schema_update
 
-    created = dataset_create(owner=curator, name="Clinic", upload=csv_upload(),
-                             budget_epsilon="1.0")
+    created = dataset_create(
+        owner=curator, name="Clinic", upload=csv_upload(), budget_epsilon="1.0"
+    )
     return dataset_schema_update(dataset=created, user=curator, schema=CLINIC_SCHEMA)
 
 

@@ -4,7 +4,6 @@ from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers, status
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -14,6 +13,7 @@ from rest_framework.views import APIView
 from accounts.permissions import IsCompliance, IsCurator, IsCuratorOrCompliance
 from accounts.services import auth_token_obtain
 from releases import selectors
+from releases.apis.pagination import Pagination
 from releases.models import Dataset, Release, ReleaseFile
 from releases.services.audit import AuditAction, audit_chain_verify, audit_record
 from releases.services.datasets import dataset_create, dataset_schema_update
@@ -22,7 +22,7 @@ from releases.services.releases import release_draft_create, release_submit
 
 
 def _paginate(view: APIView, request, queryset, render) -> Response:
-    paginator = PageNumberPagination()
+    paginator = Pagination()
     page = paginator.paginate_queryset(queryset, request, view=view)
     return paginator.get_paginated_response([render(item) for item in page])
 
@@ -51,6 +51,10 @@ def compliance_dataset_data(dataset: Dataset) -> dict:
     return data
 
 
+def _decimal_or_none(value) -> str | None:
+    return None if value is None else str(value)
+
+
 def release_data(release: Release, request) -> dict:
     return {
         "id": release.pk,
@@ -64,15 +68,21 @@ def release_data(release: Release, request) -> dict:
         "progress": release.progress,
         "version": release.version,
         "failure_reason": release.failure_reason or None,
-        "epsilon_charged": None if release.epsilon_charged is None else str(release.epsilon_charged),
+        "epsilon_charged": None
+        if release.epsilon_charged is None
+        else str(release.epsilon_charged),
         "delta_charged": None if release.delta_charged is None else str(release.delta_charged),
         "worker": release.worker or None,
         "created_at": release.created_at.isoformat(),
         "submitted_at": release.submitted_at.isoformat() if release.submitted_at else None,
         "published_at": release.published_at.isoformat() if release.published_at else None,
-        "catalog_url": reverse("api-catalog-version", request=request,
-                               kwargs={"slug": release.series.slug, "version": release.version})
-        if release.is_published else None,
+        "catalog_url": reverse(
+            "api-catalog-version",
+            request=request,
+            kwargs={"slug": release.series.slug, "version": release.version},
+        )
+        if release.is_published
+        else None,
     }
 
 
@@ -82,9 +92,15 @@ def file_data(release: Release, request) -> list[dict]:
             "format": f.format,
             "sha256": f.sha256,
             "size": f.size,
-            "url": reverse("api-catalog-file", request=request, kwargs={
-                "slug": release.series.slug, "version": release.version, "file_format": f.format,
-            }),
+            "url": reverse(
+                "api-catalog-file",
+                request=request,
+                kwargs={
+                    "slug": release.series.slug,
+                    "version": release.version,
+                    "file_format": f.format,
+                },
+            ),
         }
         for f in release.files.all()
     ]
@@ -98,8 +114,11 @@ def catalog_entry(release: Release, request) -> dict:
         "published_at": release.published_at.isoformat(),
         "definition": release.definition,
         "files": file_data(release, request),
-        "url": reverse("api-catalog-version", request=request,
-                       kwargs={"slug": release.series.slug, "version": release.version}),
+        "url": reverse(
+            "api-catalog-version",
+            request=request,
+            kwargs={"slug": release.series.slug, "version": release.version},
+        ),
     }
 
 
@@ -116,8 +135,10 @@ class TokenObtainApi(APIView):
         data.is_valid(raise_exception=True)
         key = auth_token_obtain(request=request, **data.validated_data)
         if key is None:
-            return Response({"detail": "Unable to log in with these credentials."},
-                            status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {"detail": "Unable to log in with these credentials."},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         return Response({"token": key})
 
 
@@ -150,8 +171,9 @@ class DatasetDetailApi(APIView):
     permission_classes = [IsCuratorOrCompliance]
 
     def get(self, request, dataset_id: int):
-        dataset = get_object_or_404(selectors.dataset_list_visible(user=request.user),
-                                    pk=dataset_id)
+        dataset = get_object_or_404(
+            selectors.dataset_list_visible(user=request.user), pk=dataset_id
+        )
         if dataset.owner_id == request.user.pk:
             return Response(dataset_data(dataset))
         return Response(compliance_dataset_data(dataset))
@@ -184,8 +206,11 @@ class ReleaseListApi(APIView):
             raise ValidationFailed({"dataset": ["must be the id of one of your datasets"]})
         dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=dataset_id)
         release = release_draft_create(
-            user=request.user, dataset=dataset, title=body.get("title", ""),
-            definition=body.get("definition"), queries=body.get("queries"),
+            user=request.user,
+            dataset=dataset,
+            title=body.get("title", ""),
+            definition=body.get("definition"),
+            queries=body.get("queries"),
             series_slug=body.get("series"),
         )
         return Response(release_data(release, request), status=status.HTTP_201_CREATED)
@@ -205,8 +230,9 @@ class ReleaseSubmitApi(APIView):
     def post(self, request, release_id: int):
         release = get_object_or_404(selectors.release_list_owned(user=request.user), pk=release_id)
         release = release_submit(release=release, user=request.user)
-        return Response({"id": release.pk, "status": release.status},
-                        status=status.HTTP_202_ACCEPTED)
+        return Response(
+            {"id": release.pk, "status": release.status}, status=status.HTTP_202_ACCEPTED
+        )
 
 
 class CatalogListApi(APIView):
@@ -243,13 +269,18 @@ class CatalogFileApi(APIView):
         if release_file is None:
             raise Http404
         audit_record(
-            actor=request.user, action=AuditAction.FILE_DOWNLOADED, object_type="release_file",
-            object_id=release_file.pk, dataset_id=release.dataset_id,
+            actor=request.user,
+            action=AuditAction.FILE_DOWNLOADED,
+            object_type="release_file",
+            object_id=release_file.pk,
+            dataset_id=release.dataset_id,
             details={"slug": slug, "version": version, "format": file_format},
         )
         content_type = "text/csv" if file_format == ReleaseFile.Format.CSV else "application/json"
         return FileResponse(
-            release_file.file.open("rb"), as_attachment=True, content_type=content_type,
+            release_file.file.open("rb"),
+            as_attachment=True,
+            content_type=content_type,
             filename=f"{slug}-v{version}.{file_format}",
         )
 
@@ -272,14 +303,28 @@ class AuditEventListApi(APIView):
         if errors:
             raise ValidationFailed(errors)
         events = selectors.audit_event_list(
-            dataset=int(dataset) if dataset else None, actor=params.get("actor"),
-            action=params.get("action"), since=since_value,
+            dataset=int(dataset) if dataset else None,
+            actor=params.get("actor"),
+            action=params.get("action"),
+            since=since_value,
         )
-        return _paginate(self, request, events, lambda e: {
-            "id": e.pk, "at": e.at.isoformat(), "actor": e.actor, "action": e.action,
-            "object_type": e.object_type, "object_id": e.object_id, "dataset": e.dataset_id,
-            "details": e.details, "hash": e.hash, "previous_hash": e.previous_hash,
-        })
+        return _paginate(
+            self,
+            request,
+            events,
+            lambda e: {
+                "id": e.pk,
+                "at": e.at.isoformat(),
+                "actor": e.actor,
+                "action": e.action,
+                "object_type": e.object_type,
+                "object_id": e.object_id,
+                "dataset": e.dataset_id,
+                "details": e.details,
+                "hash": e.hash,
+                "previous_hash": e.previous_hash,
+            },
+        )
 
 
 class AuditVerifyApi(APIView):
@@ -287,5 +332,10 @@ class AuditVerifyApi(APIView):
 
     def get(self, request):
         result = audit_chain_verify()
-        return Response({"valid": result.valid, "events": result.events,
-                         "first_broken_event": result.first_broken_event})
+        return Response(
+            {
+                "valid": result.valid,
+                "events": result.events,
+                "first_broken_event": result.first_broken_event,
+            }
+        )

@@ -61,13 +61,21 @@ def dataset_create(
         except (TypeError, ValueError):
             errors["declared_size"] = ["must be a positive whole number"]
     try:
-        epsilon = _budget(budget_epsilon, field="budget_epsilon",
-                          default=settings.DEFAULT_BUDGET_EPSILON, allow_zero=False)
+        epsilon = _budget(
+            budget_epsilon,
+            field="budget_epsilon",
+            default=settings.DEFAULT_BUDGET_EPSILON,
+            allow_zero=False,
+        )
     except ValidationFailed as error:
         errors.update(error.errors)
     try:
-        delta = _budget(budget_delta, field="budget_delta",
-                        default=settings.DEFAULT_BUDGET_DELTA, allow_zero=True)
+        delta = _budget(
+            budget_delta,
+            field="budget_delta",
+            default=settings.DEFAULT_BUDGET_DELTA,
+            allow_zero=True,
+        )
         if delta >= 1:
             errors["budget_delta"] = ["must be below 1"]
     except ValidationFailed as error:
@@ -85,17 +93,30 @@ def dataset_create(
     assert parsed is not None
     with transaction.atomic():
         dataset = Dataset(
-            owner=owner, name=name, row_count=len(parsed.frame), columns=parsed.columns,
-            schema={}, declared_size=size, budget_epsilon=epsilon, budget_delta=delta,
+            owner=owner,
+            name=name,
+            row_count=len(parsed.frame),
+            columns=parsed.columns,
+            schema={},
+            declared_size=size,
+            budget_epsilon=epsilon,
+            budget_delta=delta,
         )
         dataset.file.save("upload.csv", ContentFile(raw), save=False)
         try:
             dataset.save()
             audit_record(
-                actor=owner, action=AuditAction.DATASET_UPLOADED, object_type="dataset",
-                object_id=dataset.pk, dataset_id=dataset.pk,
-                details={"name": name, "columns": [c["name"] for c in parsed.columns],
-                         "budget_epsilon": str(epsilon), "budget_delta": str(delta)},
+                actor=owner,
+                action=AuditAction.DATASET_UPLOADED,
+                object_type="dataset",
+                object_id=dataset.pk,
+                dataset_id=dataset.pk,
+                details={
+                    "name": name,
+                    "columns": [c["name"] for c in parsed.columns],
+                    "budget_epsilon": str(epsilon),
+                    "budget_delta": str(delta),
+                },
             )
         except Exception:
             dataset.file.delete(save=False)
@@ -130,7 +151,11 @@ def dataset_schema_update(*, dataset: Dataset, user, schema: Any) -> Dataset:
         locked.declared_size = typed.declared_size
         locked.save(update_fields=["schema", "declared_size"])
         audit_record(
-            actor=user, action=AuditAction.SCHEMA_CHANGED, object_type="dataset",
-            object_id=locked.pk, dataset_id=locked.pk, details={"schema": locked.schema},
+            actor=user,
+            action=AuditAction.SCHEMA_CHANGED,
+            object_type="dataset",
+            object_id=locked.pk,
+            dataset_id=locked.pk,
+            details={"schema": locked.schema},
         )
     return locked

@@ -37,7 +37,12 @@ def _unique_slug(title: str) -> str:
 
 
 def release_draft_create(
-    *, user, dataset: Dataset, title: str, definition: Any, queries: Any,
+    *,
+    user,
+    dataset: Dataset,
+    title: str,
+    definition: Any,
+    queries: Any,
     series_slug: str | None = None,
 ) -> Release:
     """Validate a release plan against the declared schema and store it as a draft with its
@@ -66,16 +71,26 @@ def release_draft_create(
                 owner=user, dataset=dataset, slug=_unique_slug(title), title=title
             )
         release = Release.objects.create(
-            dataset=dataset, series=series, created_by=user, title=title,
+            dataset=dataset,
+            series=series,
+            created_by=user,
+            title=title,
             definition=plan.definition.to_dict(),
             queries=[query_to_dict(s.query) for s in plan.statistics],
             preview=[s.to_preview() for s in plan.statistics],
         )
         audit_record(
-            actor=user, action=AuditAction.RELEASE_DRAFTED, object_type="release",
-            object_id=release.pk, dataset_id=dataset.pk,
-            details={"title": title, "series": series.slug, "definition": release.definition,
-                     "queries": release.queries},
+            actor=user,
+            action=AuditAction.RELEASE_DRAFTED,
+            object_type="release",
+            object_id=release.pk,
+            dataset_id=dataset.pk,
+            details={
+                "title": title,
+                "series": series.slug,
+                "definition": release.definition,
+                "queries": release.queries,
+            },
         )
     return release
 
@@ -121,8 +136,11 @@ def release_submit(*, release: Release, user) -> Release:
             dataset.ledger_kind = ledger_kind
             dataset.save(update_fields=["ledger_kind"])
         entry = LedgerEntry.objects.create(
-            dataset=dataset, release=locked, definition_kind=locked.definition["kind"],
-            epsilon=epsilon, delta=delta,
+            dataset=dataset,
+            release=locked,
+            definition_kind=locked.definition["kind"],
+            epsilon=epsilon,
+            delta=delta,
         )
         locked.status = Release.Status.QUEUED
         locked.schema = dataset.schema
@@ -131,14 +149,25 @@ def release_submit(*, release: Release, user) -> Release:
         locked.submitted_at = timezone.now()
         locked.save()
         audit_record(
-            actor=user, action=AuditAction.RELEASE_SUBMITTED, object_type="release",
-            object_id=locked.pk, dataset_id=dataset.pk, details={"title": locked.title},
+            actor=user,
+            action=AuditAction.RELEASE_SUBMITTED,
+            object_type="release",
+            object_id=locked.pk,
+            dataset_id=dataset.pk,
+            details={"title": locked.title},
         )
         audit_record(
-            actor=user, action=AuditAction.BUDGET_RESERVED, object_type="ledger_entry",
-            object_id=entry.pk, dataset_id=dataset.pk,
-            details={"release": locked.pk, "epsilon": str(epsilon), "delta": str(delta),
-                     "ledger": dataset.ledger_kind},
+            actor=user,
+            action=AuditAction.BUDGET_RESERVED,
+            object_type="ledger_entry",
+            object_id=entry.pk,
+            dataset_id=dataset.pk,
+            details={
+                "release": locked.pk,
+                "epsilon": str(epsilon),
+                "delta": str(delta),
+                "ledger": dataset.ledger_kind,
+            },
         )
         release_run_task.delay_on_commit(locked.pk)
     return locked

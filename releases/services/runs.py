@@ -28,8 +28,21 @@ from releases.services.tables import TableError, table_load
 
 logger = logging.getLogger(__name__)
 
-CSV_FIELDS = ["statistic", "kind", "column", "category", "value", "ci95_low", "ci95_high",
-              "mechanism", "epsilon", "delta", "sensitivity", "noise_scale", "rule"]
+CSV_FIELDS = [
+    "statistic",
+    "kind",
+    "column",
+    "category",
+    "value",
+    "ci95_low",
+    "ci95_high",
+    "mechanism",
+    "epsilon",
+    "delta",
+    "sensitivity",
+    "noise_scale",
+    "rule",
+]
 
 
 class ReleaseFailure(Exception):
@@ -49,8 +62,12 @@ def _claim(release_id: int, worker: str) -> bool:
             release.worker = worker
             release.save(update_fields=["status", "progress", "worker"])
             audit_record(
-                actor=None, action=AuditAction.TASK_STARTED, object_type="release",
-                object_id=release.pk, dataset_id=release.dataset_id, details={"worker": worker},
+                actor=None,
+                action=AuditAction.TASK_STARTED,
+                object_type="release",
+                object_id=release.pk,
+                dataset_id=release.dataset_id,
+                details={"worker": worker},
             )
             return True
         # A running release was claimed by a delivery that died; this redelivery resumes it.
@@ -68,7 +85,9 @@ def _draw(release_id: int) -> None:
             raise ReleaseFailure("The uploaded table could not be read.") from None
         try:
             result = run_queries(
-                frame, schema=release.schema, definition=release.definition,
+                frame,
+                schema=release.schema,
+                definition=release.definition,
                 queries=release.queries,
             )
         except EngineValidationError as error:
@@ -83,15 +102,24 @@ def _draw(release_id: int) -> None:
         release.progress = 0.6
         release.save(update_fields=["progress"])
         audit_record(
-            actor=None, action=AuditAction.NOISE_DRAWN, object_type="release",
-            object_id=release.pk, dataset_id=release.dataset_id,
+            actor=None,
+            action=AuditAction.NOISE_DRAWN,
+            object_type="release",
+            object_id=release.pk,
+            dataset_id=release.dataset_id,
             details={"statistics": len(result.statistics)},
         )
         audit_record(
-            actor=None, action=AuditAction.BUDGET_SPENT, object_type="ledger_entry",
-            object_id=entry.pk, dataset_id=release.dataset_id,
-            details={"release": release.pk, "epsilon": str(entry.epsilon),
-                     "delta": str(entry.delta)},
+            actor=None,
+            action=AuditAction.BUDGET_SPENT,
+            object_type="ledger_entry",
+            object_id=entry.pk,
+            dataset_id=release.dataset_id,
+            details={
+                "release": release.pk,
+                "epsilon": str(entry.epsilon),
+                "delta": str(entry.delta),
+            },
         )
 
 
@@ -100,17 +128,44 @@ def _csv_bytes(statistics: list[dict[str, Any]]) -> bytes:
     writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
     for index, stat in enumerate(statistics):
-        common = {k: stat[k] for k in ("kind", "column", "mechanism", "epsilon", "delta",
-                                       "sensitivity", "noise_scale", "rule")}
+        common = {
+            k: stat[k]
+            for k in (
+                "kind",
+                "column",
+                "mechanism",
+                "epsilon",
+                "delta",
+                "sensitivity",
+                "noise_scale",
+                "rule",
+            )
+        }
         if isinstance(stat["value"], dict):
             for category, value in stat["value"].items():
                 low, high = stat["ci95"][category]
-                writer.writerow({"statistic": index, "category": category, "value": value,
-                                 "ci95_low": low, "ci95_high": high, **common})
+                writer.writerow(
+                    {
+                        "statistic": index,
+                        "category": category,
+                        "value": value,
+                        "ci95_low": low,
+                        "ci95_high": high,
+                        **common,
+                    }
+                )
         else:
             low, high = stat["ci95"]
-            writer.writerow({"statistic": index, "category": "", "value": stat["value"],
-                             "ci95_low": low, "ci95_high": high, **common})
+            writer.writerow(
+                {
+                    "statistic": index,
+                    "category": "",
+                    "value": stat["value"],
+                    "ci95_low": low,
+                    "ci95_high": high,
+                    **common,
+                }
+            )
     return out.getvalue().encode()
 
 
@@ -142,8 +197,10 @@ def _publish(release_id: int) -> None:
         }
         for file_format, content in contents.items():
             record = ReleaseFile(
-                release=release, format=file_format,
-                sha256=hashlib.sha256(content).hexdigest(), size=len(content),
+                release=release,
+                format=file_format,
+                sha256=hashlib.sha256(content).hexdigest(),
+                size=len(content),
             )
             record.file.save(
                 f"{series.slug}-v{release.version}.{file_format}", ContentFile(content), save=False
@@ -153,14 +210,24 @@ def _publish(release_id: int) -> None:
         release.progress = 1.0
         release.save(update_fields=["status", "progress", "version", "published_at"])
         audit_record(
-            actor=None, action=AuditAction.TASK_FINISHED, object_type="release",
-            object_id=release.pk, dataset_id=release.dataset_id, details={},
+            actor=None,
+            action=AuditAction.TASK_FINISHED,
+            object_type="release",
+            object_id=release.pk,
+            dataset_id=release.dataset_id,
+            details={},
         )
         audit_record(
-            actor=None, action=AuditAction.RELEASE_PUBLISHED, object_type="release",
-            object_id=release.pk, dataset_id=release.dataset_id,
-            details={"slug": series.slug, "version": release.version,
-                     "files": {f: hashlib.sha256(c).hexdigest() for f, c in contents.items()}},
+            actor=None,
+            action=AuditAction.RELEASE_PUBLISHED,
+            object_type="release",
+            object_id=release.pk,
+            dataset_id=release.dataset_id,
+            details={
+                "slug": series.slug,
+                "version": release.version,
+                "files": {f: hashlib.sha256(c).hexdigest() for f, c in contents.items()},
+            },
         )
 
 
@@ -175,8 +242,12 @@ def release_fail(*, release_id: int, reason: str) -> None:
         release.failure_reason = reason
         release.save(update_fields=["status", "failure_reason"])
         audit_record(
-            actor=None, action=AuditAction.TASK_FAILED, object_type="release",
-            object_id=release.pk, dataset_id=release.dataset_id, details={"reason": reason},
+            actor=None,
+            action=AuditAction.TASK_FAILED,
+            object_type="release",
+            object_id=release.pk,
+            dataset_id=release.dataset_id,
+            details={"reason": reason},
         )
         entry = LedgerEntry.objects.select_for_update().filter(release=release).first()
         if entry is not None and entry.state == LedgerEntry.State.RESERVED:
@@ -188,7 +259,10 @@ def release_fail(*, release_id: int, reason: str) -> None:
                 action = AuditAction.BUDGET_RETURNED
             entry.save(update_fields=["state", "updated_at"])
             audit_record(
-                actor=None, action=action, object_type="ledger_entry", object_id=entry.pk,
+                actor=None,
+                action=action,
+                object_type="ledger_entry",
+                object_id=entry.pk,
                 dataset_id=release.dataset_id,
                 details={"release": release.pk, "epsilon": str(entry.epsilon)},
             )

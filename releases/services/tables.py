@@ -56,7 +56,7 @@ def table_parse(raw: bytes) -> ParsedTable:
         dialect = csv.excel
     try:
         rows = list(csv.reader(io.StringIO(text), dialect))
-    except csv.Error as error:
+    except csv.Error:
         raise TableError("The file is not valid CSV.") from None
     rows = [row for row in rows if row and any(cell.strip() for cell in row)]
     if not rows:

@@ -36,13 +36,15 @@ def demo_table_csv(rows: int = 2000, seed: int = 7) -> bytes:
     writer = csv.writer(out)
     writer.writerow(["patient_id", "age", "sex", "diagnosis", "visits"])
     for number in range(rows):
-        writer.writerow([
-            f"P{number:05d}",
-            int(np.clip(generator.normal(45, 18), 0, 99)),
-            "F" if generator.random() < 0.52 else "M",
-            diagnoses[generator.choice(5, p=[0.55, 0.2, 0.15, 0.06, 0.04])],
-            int(generator.poisson(3)),
-        ])
+        writer.writerow(
+            [
+                f"P{number:05d}",
+                int(np.clip(generator.normal(45, 18), 0, 99)),
+                "F" if generator.random() < 0.52 else "M",
+                diagnoses[generator.choice(5, p=[0.55, 0.2, 0.15, 0.06, 0.04])],
+                int(generator.poisson(3)),
+            ]
+        )
     return out.getvalue().encode()
 
 
@@ -51,13 +53,14 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         curator, curator_password = user_create_or_reset(username="curator", role=Role.CURATOR)
-        _, compliance_password = user_create_or_reset(
-            username="compliance", role=Role.COMPLIANCE
-        )
+        _, compliance_password = user_create_or_reset(username="compliance", role=Role.COMPLIANCE)
         if not Dataset.objects.filter(owner=curator, name=DEMO_DATASET).exists():
             upload = SimpleUploadedFile("clinic.csv", demo_table_csv(), "text/csv")
             dataset = dataset_create(
-                owner=curator, name=DEMO_DATASET, upload=upload, budget_epsilon="2.0",
+                owner=curator,
+                name=DEMO_DATASET,
+                upload=upload,
+                budget_epsilon="2.0",
                 declared_size=2000,
             )
             dataset_schema_update(dataset=dataset, user=curator, schema=DEMO_SCHEMA)

@@ -18,8 +18,19 @@ class Command(BaseCommand):
     def handle(self, *args, addrport, **options):
         python = sys.executable
         processes = [
-            subprocess.Popen([python, "-m", "celery", "-A", "config", "worker",
-                              "--loglevel=INFO", "--concurrency=1", "--pool=solo"]),
+            subprocess.Popen(
+                [
+                    python,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "config",
+                    "worker",
+                    "--loglevel=INFO",
+                    "--concurrency=1",
+                    "--pool=solo",
+                ]
+            ),
             subprocess.Popen([python, "manage.py", "runserver", "--noreload", addrport]),
         ]
         self.stdout.write(f"Web server on http://{addrport}/ and a Celery worker are starting.")
