@@ -168,15 +168,27 @@ class DatasetListApi(APIView):
 
 
 class DatasetDetailApi(APIView):
+    """One dataset with its budget ledger; compliance gets metadata only, never rows."""
+
     permission_classes = [IsCuratorOrCompliance]
 
     def get(self, request, dataset_id: int):
         dataset = get_object_or_404(
             selectors.dataset_list_visible(user=request.user), pk=dataset_id
         )
-        if dataset.owner_id == request.user.pk:
-            return Response(dataset_data(dataset))
-        return Response(compliance_dataset_data(dataset))
+        render = dataset_data if dataset.owner_id == request.user.pk else compliance_dataset_data
+        ledger = [
+            {
+                "release": entry.release_id,
+                "definition": entry.definition_kind,
+                "epsilon": str(entry.epsilon),
+                "delta": str(entry.delta),
+                "state": entry.state,
+                "at": entry.created_at.isoformat(),
+            }
+            for entry in dataset.ledger.all()
+        ]
+        return Response({**render(dataset), "ledger_entries": ledger})
 
 
 class DatasetSchemaApi(APIView):
