@@ -10,12 +10,13 @@ from pathlib import Path
 import environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(environ.Env().str("VAR_DIR", default=str(BASE_DIR / "var")))
+env = environ.Env()
+if (BASE_DIR / ".env").exists():
+    env.read_env(BASE_DIR / ".env")
+
+VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 (VAR_DIR / "staticfiles").mkdir(exist_ok=True)
-
-env = environ.Env()
-env.read_env(BASE_DIR / ".env") if (BASE_DIR / ".env").exists() else None
 
 DEBUG = env.bool("DEBUG", default=True)
 
@@ -31,11 +32,11 @@ def _development_secret_key() -> str:
     return key_file.read_text().strip()
 
 
-SECRET_KEY = (
-    env.str("SECRET_KEY")
-    if not DEBUG
-    else env.str("SECRET_KEY", default="") or (_development_secret_key())
-)
+if DEBUG:
+    SECRET_KEY = env.str("SECRET_KEY", default="") or _development_secret_key()
+else:
+    # No default in production: a missing key stops the app instead of running with a known one.
+    SECRET_KEY = env.str("SECRET_KEY")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 

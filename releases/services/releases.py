@@ -106,6 +106,7 @@ def release_submit(*, release: Release, user) -> Release:
     submissions can never both see the last of the budget. Raises :class:`Conflict` when the
     release was already submitted or the budget would be exceeded; nothing changes then.
     """
+    # Imported here: the task module imports the run services, which import this module.
     from releases.tasks import release_run_task
 
     with transaction.atomic():
