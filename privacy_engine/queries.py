@@ -60,6 +60,9 @@ class Mean:
 Query = Count | Histogram | Sum | Mean
 
 QUERY_KINDS = ("count", "histogram", "sum", "mean")
+# Accuracy weights are relative; this range keeps every share of ε and every noise scale finite.
+MIN_WEIGHT = 0.001
+MAX_WEIGHT = 1000.0
 
 
 def bin_labels(edges: tuple[float, ...]) -> tuple[str, ...]:
@@ -118,13 +121,19 @@ def query_from_dict(spec: Mapping[str, Any] | Query, schema: Schema) -> Query:
     else:
         if not isinstance(spec, Mapping):
             raise EngineValidationError.single("", "must be an object")
-        weight = spec.get("weight", 1)
-        if isinstance(weight, bool) or not isinstance(weight, int | float):
-            raise EngineValidationError.single("weight", "must be a number greater than 0")
-        weight = float(weight)
-        if not math.isfinite(weight) or weight <= 0:
-            raise EngineValidationError.single("weight", "must be a number greater than 0")
         kind = spec.get("kind")
+        if kind not in QUERY_KINDS:
+            raise EngineValidationError.single("kind", f"must be one of: {', '.join(QUERY_KINDS)}")
+        weight = spec.get("weight", 1)
+        if (
+            isinstance(weight, bool)
+            or not isinstance(weight, int | float)
+            or not MIN_WEIGHT <= weight <= MAX_WEIGHT
+        ):
+            raise EngineValidationError.single(
+                "weight", f"must be a number from {MIN_WEIGHT:g} to {MAX_WEIGHT:g}"
+            )
+        weight = float(weight)
         column = spec.get("column")
         if kind != "count" and not isinstance(column, str):
             raise EngineValidationError.single("column", "name the column this statistic uses")

@@ -137,7 +137,10 @@ def split_epsilon(total: float, weights: Sequence[float]) -> list[float]:
     shares = [total * w / weight_sum for w in weights]
     with localcontext() as ctx:
         ctx.prec = 200
-        while sum(Decimal(s) for s in shares) > Decimal(total):
+        # The cap is the smaller of the float's exact value and its shortest decimal form, so a
+        # ledger that rounds up to 12 places never charges more than the ε the curator typed.
+        cap = min(Decimal(total), Decimal(repr(total)))
+        while sum(Decimal(s) for s in shares) > cap:
             largest = max(range(len(shares)), key=shares.__getitem__)
             shares[largest] = math.nextafter(shares[largest], 0.0)
     return shares

@@ -183,7 +183,9 @@ def test_geometric_expected_abs_error_matches_a_direct_sum_over_the_pmf(scale):
     alpha = math.exp(-1.0 / scale)
 
     # when
-    direct = math.fsum(2 * k * discrete_laplace_pmf(k, alpha) for k in support_until_negligible(alpha))
+    direct = math.fsum(
+        2 * k * discrete_laplace_pmf(k, alpha) for k in support_until_negligible(alpha)
+    )
 
     # then
     assert geometric_expected_abs_error(scale) == pytest.approx(direct, rel=1e-12)
