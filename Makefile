@@ -24,7 +24,17 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-test: install
+# Browser tests drive Debian's Chromium; Playwright never downloads a browser of its own.
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "Chromium is missing and this is not root: browser tests will skip (sudo apt-get install chromium)"; \
+	  fi; \
+	fi
+
+test: install browser
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest; code=$$?; \

@@ -24,7 +24,7 @@ def user_create_or_reset(
         user.set_password(password)
         user.is_active = True
         user.save()
-        user.groups.set([Group.objects.get(name=role.value)])
+        user.groups.set([Group.objects.get_or_create(name=role.value)[0]])
         audit_record(
             actor=None,
             action=AuditAction.USER_CREATED,

@@ -1,10 +1,131 @@
-"""Server-rendered pages (the full set arrives with the pages issue)."""
+"""Server-rendered pages: validate input, call one selector or service, render."""
 
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404
 from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
+from accounts.roles import Role, user_has_role
 from releases import selectors
+from releases.services.audit import AuditAction, audit_chain_verify
+
+CATALOG_PAGE_SIZE = 10
+AUDIT_PAGE_SIZE = 50
 
 
 def home(request):
-    releases = selectors.release_list_published()[:20]
-    return render(request, "home.html", {"releases": releases})
+    latest = selectors.release_list_published()[:5]
+    return render(request, "home.html", {"releases": latest})
+
+
+def catalog_list(request):
+    search = request.GET.get("q", "").strip()
+    page = Paginator(
+        selectors.release_list_published(search=search or None), CATALOG_PAGE_SIZE
+    ).get_page(request.GET.get("page"))
+    return render(request, "catalog/list.html", {"page": page, "search": search})
+
+
+def _chart_data(statistics: list[dict]) -> list[dict]:
+    """Histogram bars with asymmetric 95% error bars, for the page's Plotly script."""
+    charts = []
+    for index, stat in enumerate(statistics):
+        if isinstance(stat["value"], dict):
+            labels = list(stat["value"])
+            values = [stat["value"][label] for label in labels]
+            charts.append(
+                {
+                    "id": f"chart-{index}",
+                    "title": f"{stat['kind']} of {stat['column']}",
+                    "labels": labels,
+                    "values": values,
+                    "minus": [
+                        v - stat["ci95"][label][0] for label, v in zip(labels, values, strict=True)
+                    ],
+                    "plus": [
+                        stat["ci95"][label][1] - v for label, v in zip(labels, values, strict=True)
+                    ],
+                }
+            )
+    return charts
+
+
+def catalog_version(request, slug: str, version: int):
+    release = selectors.release_get_published(slug=slug, version=version)
+    if release is None:
+        raise Http404("No published release with this name and version.")
+    statistics = [a.statistic for a in release.answers.order_by("position")]
+    for index, stat in enumerate(statistics):
+        stat["chart_id"] = f"chart-{index}" if isinstance(stat["value"], dict) else None
+    files = [
+        {
+            "format": f.format,
+            "sha256": f.sha256,
+            "size": f.size,
+            "url": reverse(
+                "api-catalog-file",
+                kwargs={"slug": slug, "version": version, "file_format": f.format},
+            ),
+        }
+        for f in release.files.all()
+    ]
+    other_versions = selectors.release_list_published().filter(series=release.series)
+    return render(
+        request,
+        "catalog/version.html",
+        {
+            "release": release,
+            "statistics": statistics,
+            "files": files,
+            "charts": _chart_data(statistics),
+            "versions": other_versions,
+        },
+    )
+
+
+@login_required
+def audit_page(request):
+    if not user_has_role(request.user, Role.COMPLIANCE):
+        raise PermissionDenied("The audit trail is for compliance staff.")
+    params = request.GET
+    errors = []
+    dataset = params.get("dataset") or None
+    if dataset is not None and not dataset.isdigit():
+        errors.append("Dataset must be a dataset id.")
+        dataset = None
+    since_text = params.get("since") or ""
+    since = parse_datetime(since_text) if since_text else None
+    if since_text and since is None:
+        errors.append("Since must be a date and time, e.g. 2026-01-31T09:00.")
+    if since is not None and since.tzinfo is None:
+        since = timezone.make_aware(since)
+    events = selectors.audit_event_list(
+        dataset=int(dataset) if dataset else None,
+        actor=params.get("actor") or None,
+        action=params.get("action") or None,
+        since=since,
+    )
+    page = Paginator(events, AUDIT_PAGE_SIZE).get_page(params.get("page"))
+    datasets = [
+        {"dataset": d, "epsilon": selectors.dataset_budget(d)[0]}
+        for d in selectors.dataset_list_visible(user=request.user).select_related("owner")
+    ]
+    query = params.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "audit/events.html",
+        {
+            "page": page,
+            "chain": audit_chain_verify(),
+            "datasets": datasets,
+            "actions": AuditAction.values,
+            "filters": params,
+            "errors": errors,
+            "query": query.urlencode(),
+        },
+    )
