@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from accounts import views as account_views
-from releases import views
+from releases import curator_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -11,6 +11,19 @@ urlpatterns = [
     path("catalog/", views.catalog_list, name="catalog"),
     path("catalog/<slug:slug>/v<int:version>/", views.catalog_version, name="catalog-version"),
     path("audit/", views.audit_page, name="audit"),
+    path("datasets/", curator_views.dataset_list, name="datasets"),
+    path("datasets/new/", curator_views.dataset_upload, name="dataset-upload"),
+    path("datasets/<int:pk>/", curator_views.dataset_detail, name="dataset-detail"),
+    path(
+        "datasets/<int:dataset_pk>/releases/new/", curator_views.wizard_start, name="wizard-start"
+    ),
+    path("releases/<int:pk>/privacy/", curator_views.wizard_privacy, name="wizard-privacy"),
+    path(
+        "releases/<int:pk>/statistics/", curator_views.wizard_statistics, name="wizard-statistics"
+    ),
+    path("releases/<int:pk>/preview/", curator_views.wizard_preview, name="wizard-preview"),
+    path("releases/<int:pk>/confirm/", curator_views.wizard_confirm, name="wizard-confirm"),
+    path("releases/<int:pk>/", curator_views.release_status, name="release-status"),
     path("api/v1/", include("releases.urls_api")),
     path("admin/", admin.site.urls),
 ]

@@ -16,6 +16,8 @@ from privacy_engine.errors import EngineValidationError
 
 # A release asking for more than this is almost surely a typo; nothing meaningful is protected.
 MAX_EPSILON = 20.0
+# Below this the noise swamps any answer; the bound also keeps every noise scale finite.
+MIN_EPSILON = 0.0001
 
 
 @dataclass(frozen=True)
@@ -30,8 +32,10 @@ class PureDP:
     def __post_init__(self) -> None:
         if not math.isfinite(self.epsilon) or self.epsilon <= 0:
             raise EngineValidationError.single("epsilon", "must be a number greater than 0")
-        if self.epsilon > MAX_EPSILON:
-            raise EngineValidationError.single("epsilon", f"must be at most {MAX_EPSILON:g}")
+        if not MIN_EPSILON <= self.epsilon <= MAX_EPSILON:
+            raise EngineValidationError.single(
+                "epsilon", f"must be from {MIN_EPSILON:g} to {MAX_EPSILON:g}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "epsilon": self.epsilon}

@@ -7,6 +7,7 @@ is spent. ``run_queries`` is the only function here that reads data.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -266,6 +267,31 @@ def preview(
     absolute error and 95% half-width of each statistic. Uses only the declared schema and size."""
     plan = plan_release(schema=schema, definition=definition, queries=queries)
     return [statistic.to_preview() for statistic in plan.statistics]
+
+
+def accuracy_curve(
+    *,
+    schema: Schema | Mapping[str, Any],
+    definition: Definition | Mapping[str, Any],
+    queries: Sequence[Query | Mapping[str, Any]],
+    epsilons: Sequence[float],
+) -> list[dict[str, Any]]:
+    """Expected absolute error of each statistic if the release's total ε were each value of
+    ``epsilons`` (same weights, same everything else): ``[{"epsilon", "errors": [...]}, ...]``.
+    Public facts only; used to chart the accuracy a curator buys with more ε."""
+    plan = plan_release(schema=schema, definition=definition, queries=queries)
+    queries_typed = [s.query for s in plan.statistics]
+    curve = []
+    for epsilon in epsilons:
+        varied = dataclasses.replace(plan.definition, epsilon=float(epsilon))
+        entries = plan_release(schema=plan.schema, definition=varied, queries=queries_typed)
+        curve.append(
+            {
+                "epsilon": float(epsilon),
+                "errors": [s.expected_abs_error for s in entries.statistics],
+            }
+        )
+    return curve
 
 
 # --- reading data: only below this line -------------------------------------------------------

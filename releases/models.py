@@ -4,6 +4,7 @@ Amounts of privacy budget are Decimals with 12 places; ledger entries are never 
 State changes live in ``releases/services``; these classes hold no side effects.
 """
 
+import os
 from decimal import Decimal
 
 from django.conf import settings
@@ -12,12 +13,29 @@ from django.db import models
 from django.db.models import Q
 
 
+class SettingRootStorage(FileSystemStorage):
+    """A file system storage whose root is read from a setting on every use, not at import, so
+    a changed setting (a test's temporary directory, a worker's environment) is honoured."""
+
+    def __init__(self, setting_name: str) -> None:
+        self.setting_name = setting_name
+        super().__init__()
+
+    @property
+    def base_location(self) -> str:
+        return str(getattr(settings, self.setting_name))
+
+    @property
+    def location(self) -> str:
+        return os.path.abspath(self.base_location)
+
+
 def private_storage() -> FileSystemStorage:
-    return FileSystemStorage(location=settings.PRIVATE_STORAGE_ROOT)
+    return SettingRootStorage("PRIVATE_STORAGE_ROOT")
 
 
 def release_storage() -> FileSystemStorage:
-    return FileSystemStorage(location=settings.RELEASE_STORAGE_ROOT)
+    return SettingRootStorage("RELEASE_STORAGE_ROOT")
 
 
 BUDGET_FIELD = {"max_digits": 24, "decimal_places": 12}

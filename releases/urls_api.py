@@ -30,5 +30,6 @@ urlpatterns = [
         name="api-catalog-file",
     ),
     path("audit/events/", views.AuditEventListApi.as_view(), name="api-audit-events"),
+    path("translate/", views.TranslateApi.as_view(), name="api-translate"),
     path("audit/verify/", views.AuditVerifyApi.as_view(), name="api-audit-verify"),
 ]

@@ -6,11 +6,10 @@ from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from accounts.roles import Role, user_has_role
 from releases import selectors
+from releases.parsing import parse_iso_datetime
 from releases.services.audit import AuditAction, audit_chain_verify
 
 CATALOG_PAGE_SIZE = 10
@@ -98,11 +97,9 @@ def audit_page(request):
         errors.append("Dataset must be a dataset id.")
         dataset = None
     since_text = params.get("since") or ""
-    since = parse_datetime(since_text) if since_text else None
+    since = parse_iso_datetime(since_text) if since_text else None
     if since_text and since is None:
         errors.append("Since must be a date and time, e.g. 2026-01-31T09:00.")
-    if since is not None and since.tzinfo is None:
-        since = timezone.make_aware(since)
     events = selectors.audit_event_list(
         dataset=int(dataset) if dataset else None,
         actor=params.get("actor") or None,

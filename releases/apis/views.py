@@ -2,7 +2,6 @@
 
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
-from django.utils.dateparse import parse_datetime
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import AllowAny
@@ -12,9 +11,15 @@ from rest_framework.views import APIView
 
 from accounts.permissions import IsCompliance, IsCurator, IsCuratorOrCompliance
 from accounts.services import auth_token_obtain
+from privacy_engine import (
+    epsilon_to_truth_probability,
+    posterior_bound,
+    truth_probability_to_epsilon,
+)
 from releases import selectors
 from releases.apis.pagination import Pagination
 from releases.models import Dataset, Release, ReleaseFile
+from releases.parsing import parse_iso_datetime
 from releases.services.audit import AuditAction, audit_chain_verify, audit_record
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.errors import ValidationFailed
@@ -53,6 +58,13 @@ def compliance_dataset_data(dataset: Dataset) -> dict:
 
 def _decimal_or_none(value) -> str | None:
     return None if value is None else str(value)
+
+
+def dataset_data_for(dataset: Dataset, user) -> dict:
+    """Owners see their own datasets whole; anyone else (compliance) sees metadata only."""
+    return (
+        dataset_data(dataset) if dataset.owner_id == user.pk else compliance_dataset_data(dataset)
+    )
 
 
 def release_data(release: Release, request) -> dict:
@@ -150,10 +162,7 @@ class DatasetListApi(APIView):
 
     def get(self, request):
         datasets = selectors.dataset_list_visible(user=request.user).select_related("owner")
-        render = dataset_data
-        if not IsCurator().has_permission(request, self):
-            render = compliance_dataset_data
-        return _paginate(self, request, datasets, render)
+        return _paginate(self, request, datasets, lambda d: dataset_data_for(d, request.user))
 
     def post(self, request):
         dataset = dataset_create(
@@ -176,7 +185,6 @@ class DatasetDetailApi(APIView):
         dataset = get_object_or_404(
             selectors.dataset_list_visible(user=request.user), pk=dataset_id
         )
-        render = dataset_data if dataset.owner_id == request.user.pk else compliance_dataset_data
         ledger = [
             {
                 "release": entry.release_id,
@@ -188,7 +196,7 @@ class DatasetDetailApi(APIView):
             }
             for entry in dataset.ledger.all()
         ]
-        return Response({**render(dataset), "ledger_entries": ledger})
+        return Response({**dataset_data_for(dataset, request.user), "ledger_entries": ledger})
 
 
 class DatasetSchemaApi(APIView):
@@ -309,7 +317,7 @@ class AuditEventListApi(APIView):
         since = params.get("since")
         since_value = None
         if since:
-            since_value = parse_datetime(since)
+            since_value = parse_iso_datetime(since)
             if since_value is None:
                 errors["since"] = ["must be an ISO-8601 date and time"]
         if errors:
@@ -349,5 +357,52 @@ class AuditVerifyApi(APIView):
                 "valid": result.valid,
                 "events": result.events,
                 "first_broken_event": result.first_broken_event,
+            }
+        )
+
+
+class TranslateApi(APIView):
+    """ε ↔ p (probability of a truthful answer about one person) and the odds bound; public facts
+    only, so anyone may ask."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    def get(self, request):
+        params = request.query_params
+        errors: dict[str, list[str]] = {}
+        values: dict[str, float] = {}
+        for name in ("epsilon", "truth_probability", "prior"):
+            if params.get(name) not in (None, ""):
+                try:
+                    values[name] = float(params[name])
+                except ValueError:
+                    errors[name] = ["must be a number"]
+        if errors:
+            raise ValidationFailed(errors)
+        try:
+            if "epsilon" in values:
+                epsilon = values["epsilon"]
+                probability = epsilon_to_truth_probability(epsilon)
+            elif "truth_probability" in values:
+                probability = values["truth_probability"]
+                epsilon = truth_probability_to_epsilon(probability)
+            else:
+                raise ValidationFailed({"epsilon": ["give epsilon or truth_probability"]})
+            prior = values.get("prior", 0.1)
+            posterior = posterior_bound(prior=prior, epsilon=epsilon)
+        except ValueError as error:
+            field = (
+                "prior"
+                if "prior" in str(error)
+                else ("epsilon" if "epsilon" in values else "truth_probability")
+            )
+            raise ValidationFailed({field: [str(error)]}) from None
+        return Response(
+            {
+                "epsilon": epsilon,
+                "truth_probability": probability,
+                "prior": prior,
+                "posterior": posterior,
             }
         )

@@ -26,6 +26,8 @@ class AuditAction(models.TextChoices):
     DATASET_UPLOADED = "dataset.uploaded"
     SCHEMA_CHANGED = "dataset.schema_changed"
     RELEASE_DRAFTED = "release.drafted"
+    RELEASE_DRAFT_UPDATED = "release.draft_updated"
+    SCHEMA_SUGGESTED = "dataset.schema_suggested_from_data"
     RELEASE_SUBMITTED = "release.submitted"
     BUDGET_RESERVED = "budget.reserved"
     BUDGET_SPENT = "budget.spent"

@@ -13,6 +13,8 @@ from releases.services.audit import AuditAction, audit_record
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.tables import TableError, table_parse
 
+BUDGET_PRECISION = Decimal("1e-12")
+
 
 def _budget(value: Any, *, field: str, default: str, allow_zero: bool) -> Decimal:
     if value in (None, ""):
@@ -25,6 +27,8 @@ def _budget(value: Any, *, field: str, default: str, allow_zero: bool) -> Decima
         raise ValidationFailed({field: ["must be a number greater than 0"]})
     if amount >= Decimal("1e12"):
         raise ValidationFailed({field: ["is too large"]})
+    if amount != amount.quantize(BUDGET_PRECISION):
+        raise ValidationFailed({field: ["use at most 12 decimal places"]})
     return amount
 
 

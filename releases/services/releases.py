@@ -48,7 +48,7 @@ def release_draft_create(
     """Validate a release plan against the declared schema and store it as a draft with its
     preview. Spends no budget and reads no data."""
     errors: dict[str, list[str]] = {}
-    title = (title or "").strip()
+    title = title.strip() if isinstance(title, str) else ""
     if not title:
         errors["title"] = ["Give the release a title."]
     elif len(title) > 200:
@@ -93,6 +93,51 @@ def release_draft_create(
             },
         )
     return release
+
+
+def release_draft_update(
+    *,
+    release: Release,
+    user,
+    title: str | None = None,
+    definition: Any = None,
+    queries: Any = None,
+) -> Release:
+    """Change a draft's title, definition or statistics (omitted ones stay) and refresh its
+    preview. Only drafts change: a submitted release is immutable."""
+    title = release.title if title is None else (title.strip() if isinstance(title, str) else "")
+    definition = release.definition if definition is None else definition
+    queries = release.queries if queries is None else queries
+    errors: dict[str, list[str]] = {}
+    if not title:
+        errors["title"] = ["Give the release a title."]
+    elif len(title) > 200:
+        errors["title"] = ["Use at most 200 characters."]
+    plan = None
+    try:
+        plan = _plan(release.dataset, definition, queries)
+    except ValidationFailed as error:
+        errors.update(error.errors)
+    if errors:
+        raise ValidationFailed(errors)
+    with transaction.atomic():
+        locked = Release.objects.select_for_update().get(pk=release.pk)
+        if locked.status != Release.Status.DRAFT:
+            raise Conflict("Only drafts can be changed; this release was already submitted.")
+        locked.title = title
+        locked.definition = plan.definition.to_dict()
+        locked.queries = [query_to_dict(s.query) for s in plan.statistics]
+        locked.preview = [s.to_preview() for s in plan.statistics]
+        locked.save(update_fields=["title", "definition", "queries", "preview"])
+        audit_record(
+            actor=user,
+            action=AuditAction.RELEASE_DRAFT_UPDATED,
+            object_type="release",
+            object_id=locked.pk,
+            dataset_id=locked.dataset_id,
+            details={"title": title, "definition": locked.definition, "queries": locked.queries},
+        )
+    return locked
 
 
 def _format_amount(amount: Decimal) -> str:

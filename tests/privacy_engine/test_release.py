@@ -846,7 +846,7 @@ def test_definition_and_query_errors_are_reported_together():
 
     # then
     assert caught.value.errors == {
-        "definition.epsilon": ["must be at most 20"],
+        "definition.epsilon": ["must be from 0.0001 to 20"],
         "queries.0.bins": ["a numeric histogram needs bin edges"],
         "queries.2.weight": ["must be a number from 0.001 to 1000"],
     }

@@ -233,7 +233,7 @@ def test_unknown_query_kind_is_named_even_without_a_column():
             {"kind": "pure_dp", "epsilon": float("nan")},
             {"epsilon": ["must be a number greater than 0"]},
         ),
-        ({"kind": "pure_dp", "epsilon": 20.5}, {"epsilon": ["must be at most 20"]}),
+        ({"kind": "pure_dp", "epsilon": 20.5}, {"epsilon": ["must be from 0.0001 to 20"]}),
         ({"kind": "renyi", "epsilon": 1.0}, {"kind": ["must be one of: pure_dp"]}),
         ("pure_dp", {"": ["must be an object"]}),
     ],

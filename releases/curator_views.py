@@ -1,0 +1,415 @@
+"""Curator pages: datasets, schema, the release wizard and the release status page.
+
+Each view validates form input, calls one service or selector and renders; privacy maths comes
+from the engine through the services, never from here.
+"""
+
+import math
+from decimal import Decimal
+from functools import wraps
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+
+from accounts.roles import Role, user_has_role
+from privacy_engine import accuracy_curve, truth_probability_to_epsilon
+from releases import selectors
+from releases.forms import (
+    STATISTIC_LABELS,
+    ColumnSchemaForm,
+    DatasetUploadForm,
+    PrivacyStepForm,
+    StatisticFormSet,
+)
+from releases.models import Release
+from releases.services.datasets import (
+    dataset_create,
+    dataset_has_submissions,
+    dataset_schema_update,
+)
+from releases.services.errors import Conflict, ValidationFailed
+from releases.services.releases import (
+    release_draft_create,
+    release_draft_update,
+    release_submit,
+)
+from releases.services.suggestions import dataset_schema_suggest
+
+WIZARD_STEPS = [
+    ("privacy", "Privacy"),
+    ("statistics", "Statistics"),
+    ("preview", "Preview"),
+    ("confirm", "Confirm"),
+]
+
+
+def curator_required(view):
+    @login_required
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not user_has_role(request.user, Role.CURATOR):
+            raise PermissionDenied("These pages are for curators.")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _add_errors(form, errors: dict[str, list[str]], fields_prefix: str = "") -> None:
+    """Attach service errors (``"definition.epsilon"``) to the matching form field."""
+    for path, messages_for_path in errors.items():
+        field = path.removeprefix(fields_prefix).split(".")[-1]
+        for message in messages_for_path:
+            form.add_error(field if field in form.fields else None, message)
+
+
+def _budget_rows(datasets):
+    return [{"dataset": d, "epsilon": selectors.dataset_budget(d)[0]} for d in datasets]
+
+
+@curator_required
+def dataset_list(request):
+    datasets = selectors.dataset_list_owned(user=request.user)
+    return render(request, "curator/datasets.html", {"rows": _budget_rows(datasets)})
+
+
+@curator_required
+def dataset_upload(request):
+    form = DatasetUploadForm(request.POST or None, request.FILES or None)
+    if request.method == "POST":
+        try:
+            dataset = dataset_create(
+                owner=request.user,
+                name=request.POST.get("name", ""),
+                upload=request.FILES.get("file"),
+                budget_epsilon=request.POST.get("budget_epsilon"),
+                declared_size=request.POST.get("declared_size"),
+            )
+        except ValidationFailed as error:
+            form.is_valid()
+            form.errors.clear()
+            _add_errors(form, error.errors)
+        else:
+            messages.success(request, "Uploaded. Now declare what is public about each column.")
+            return redirect("dataset-detail", pk=dataset.pk)
+    return render(request, "curator/upload.html", {"form": form})
+
+
+def _column_forms(dataset, data=None, initial_schema=None):
+    schema = initial_schema or (dataset.schema or {}).get("columns", {})
+    forms = []
+    for index, column in enumerate(dataset.columns):
+        name = column["name"]
+        spec = schema.get(name) or {
+            "kind": {"numeric": "numeric", "categorical": "categorical"}.get(
+                column["inferred_kind"], "identifier"
+            )
+        }
+        initial = {
+            "kind": spec.get("kind", "identifier"),
+            "lower": spec.get("lower"),
+            "upper": spec.get("upper"),
+            "categories": ", ".join(spec.get("categories", [])),
+            "other": spec.get("other", ""),
+        }
+        forms.append((column, ColumnSchemaForm(data, prefix=f"col{index}", initial=initial)))
+    return forms
+
+
+@curator_required
+def dataset_detail(request, pk: int):
+    dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=pk)
+    locked = dataset_has_submissions(dataset)
+    suggestion = None
+    column_forms = _column_forms(dataset)
+    if request.method == "POST" and request.POST.get("action") == "suggest" and not locked:
+        suggestion = dataset_schema_suggest(dataset=dataset, user=request.user)
+        column_forms = _column_forms(dataset, initial_schema=suggestion)
+    elif request.method == "POST" and not locked:
+        column_forms = _column_forms(dataset, data=request.POST)
+        if all(form.is_valid() for _, form in column_forms):
+            spec = {
+                "columns": {c["name"]: f.to_spec() for c, f in column_forms},
+                "declared_size": dataset.declared_size,
+            }
+            try:
+                dataset_schema_update(dataset=dataset, user=request.user, schema=spec)
+            except ValidationFailed as error:
+                by_name = {c["name"]: f for c, f in column_forms}
+                for path, errors in error.errors.items():
+                    parts = path.split(".")
+                    form = by_name.get(parts[1]) if len(parts) > 1 else None
+                    for message in errors:
+                        if form is None:
+                            messages.error(request, message)
+                        else:
+                            field = parts[2] if len(parts) > 2 else None
+                            form.add_error(field if field in form.fields else None, message)
+            except Conflict as conflict:
+                messages.error(request, conflict.detail)
+            else:
+                messages.success(request, "Schema saved.")
+                return redirect("dataset-detail", pk=dataset.pk)
+    epsilon, _ = selectors.dataset_budget(dataset)
+    releases = dataset.releases.select_related("series").order_by("-created_at")
+    return render(
+        request,
+        "curator/dataset.html",
+        {
+            "dataset": dataset,
+            "column_forms": column_forms,
+            "locked": locked,
+            "suggestion": suggestion,
+            "budget": epsilon,
+            "releases": releases,
+        },
+    )
+
+
+def _owned_draft(request, pk: int) -> Release:
+    return get_object_or_404(selectors.release_list_owned(user=request.user), pk=pk)
+
+
+def _wizard_context(release: Release | None, dataset, step: str) -> dict:
+    epsilon_budget, _ = selectors.dataset_budget(dataset)
+    return {
+        "release": release,
+        "dataset": dataset,
+        "steps": WIZARD_STEPS,
+        "step": step,
+        "budget": epsilon_budget,
+    }
+
+
+def _epsilon_from(form) -> float:
+    if form.cleaned_data.get("epsilon") is not None:
+        return form.cleaned_data["epsilon"]
+    return truth_probability_to_epsilon(form.cleaned_data["truth_probability"])
+
+
+def _privacy_step(request, dataset, release: Release | None):
+    initial = {}
+    if release is not None:
+        initial = {"title": release.title, "epsilon": release.definition["epsilon"]}
+    form = PrivacyStepForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        definition = {"kind": "pure_dp", "epsilon": _epsilon_from(form)}
+        try:
+            if release is None:
+                release = release_draft_create(
+                    user=request.user,
+                    dataset=dataset,
+                    title=form.cleaned_data["title"],
+                    definition=definition,
+                    queries=[{"kind": "count"}],
+                )
+            else:
+                release = release_draft_update(
+                    release=release,
+                    user=request.user,
+                    title=form.cleaned_data["title"],
+                    definition=definition,
+                )
+        except ValidationFailed as error:
+            _add_errors(form, error.errors)
+        except Conflict as conflict:
+            messages.error(request, conflict.detail)
+        else:
+            return redirect("wizard-statistics", pk=release.pk)
+    context = _wizard_context(release, dataset, "privacy")
+    context.update({"form": form, "spent_and_reserved": epsilon_spent_and_reserved(dataset)})
+    return render(request, "curator/wizard_privacy.html", context)
+
+
+def epsilon_spent_and_reserved(dataset) -> Decimal:
+    budget, _ = selectors.dataset_budget(dataset)
+    return budget.spent + budget.reserved
+
+
+@curator_required
+def wizard_start(request, dataset_pk: int):
+    dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=dataset_pk)
+    if not dataset.schema:
+        messages.error(request, "Declare the schema (bounds and categories) before a release.")
+        return redirect("dataset-detail", pk=dataset.pk)
+    return _privacy_step(request, dataset, None)
+
+
+def _draft_or_status(request, pk: int):
+    release = _owned_draft(request, pk)
+    if release.status != Release.Status.DRAFT:
+        return release, redirect("release-status", pk=release.pk)
+    return release, None
+
+
+@curator_required
+def wizard_privacy(request, pk: int):
+    release, done = _draft_or_status(request, pk)
+    return done or _privacy_step(request, release.dataset, release)
+
+
+def _usable_columns(release: Release) -> list[str]:
+    columns = (release.dataset.schema or {}).get("columns", {})
+    return [name for name, spec in columns.items() if spec.get("kind") != "identifier"]
+
+
+@curator_required
+def wizard_statistics(request, pk: int):
+    release, done = _draft_or_status(request, pk)
+    if done:
+        return done
+    columns = _usable_columns(release)
+    initial = [
+        {
+            "kind": q["kind"],
+            "column": q.get("column") or "",
+            "bins": ", ".join(f"{b:g}" for b in q.get("bins", [])),
+            "weight": q.get("weight", 1),
+        }
+        for q in release.queries
+    ]
+    formset = StatisticFormSet(
+        request.POST or None, initial=initial, form_kwargs={"columns": columns}, prefix="stat"
+    )
+    if request.method == "POST" and formset.is_valid():
+        queries = [q for form in formset if (q := form.to_query()) is not None]
+        live_forms = [form for form in formset if form.to_query() is not None]
+        try:
+            release_draft_update(release=release, user=request.user, queries=queries)
+        except ValidationFailed as error:
+            for path, errors in error.errors.items():
+                parts = path.split(".")
+                if parts[0] == "queries" and len(parts) > 2 and parts[1].isdigit():
+                    form = live_forms[int(parts[1])]
+                    for message in errors:
+                        form.add_error(parts[2] if parts[2] in form.fields else None, message)
+                else:
+                    for message in errors:
+                        messages.error(request, message)
+        else:
+            return redirect("wizard-preview", pk=release.pk)
+    context = _wizard_context(release, release.dataset, "statistics")
+    shares = [entry["epsilon"] for entry in release.preview]
+    form_rows = [
+        (form, shares[i] if i < len(shares) else None) for i, form in enumerate(formset.forms)
+    ]
+    context.update(
+        {
+            "formset": formset,
+            "form_rows": form_rows,
+            "columns": columns,
+            "numeric_columns": [
+                name
+                for name, spec in release.dataset.schema["columns"].items()
+                if spec.get("kind") == "numeric"
+            ],
+        }
+    )
+    return render(request, "curator/wizard_statistics.html", context)
+
+
+def _sentence(entry: dict, declared_size: int | None) -> str:
+    half = entry["ci95_halfwidth"]
+    if half is None:
+        return "Declare an approximate number of records to see how accurate this mean will be."
+    amount = f"{half:,.0f}" if half >= 10 else f"{half:,.2f}"
+    what = {
+        "count": "the published count is within ±{} of the true count",
+        "histogram": "each published bar is within ±{} of its true count",
+        "sum": "the published sum is within ±{} of the true sum",
+        "mean": "the published mean is within ±{} of the true mean"
+        + (f" (for about {declared_size:,} records)" if declared_size else ""),
+    }[entry["kind"]]
+    return "With 95% probability " + what.format(amount) + "."
+
+
+def _epsilon_grid(epsilon: float, points: int = 25) -> list[float]:
+    low, high = max(0.01, epsilon / 10), min(20.0, epsilon * 10)
+    step = (math.log(high) - math.log(low)) / (points - 1)
+    return [math.exp(math.log(low) + i * step) for i in range(points)]
+
+
+@curator_required
+def wizard_preview(request, pk: int):
+    release, done = _draft_or_status(request, pk)
+    if done:
+        return done
+    declared_size = release.dataset.declared_size
+    rows = [
+        {
+            **entry,
+            "label": STATISTIC_LABELS[entry["kind"]],
+            "sentence": _sentence(entry, declared_size),
+        }
+        for entry in release.preview
+    ]
+    curve = accuracy_curve(
+        schema=release.dataset.schema,
+        definition=release.definition,
+        queries=release.queries,
+        epsilons=_epsilon_grid(release.definition["epsilon"]),
+    )
+    chart = {
+        "epsilon": release.definition["epsilon"],
+        "series": [
+            {
+                "name": f"{row['label']}{' of ' + row['column'] if row['column'] else ''}",
+                "x": [point["epsilon"] for point in curve],
+                "y": [point["errors"][index] for point in curve],
+            }
+            for index, row in enumerate(rows)
+        ],
+    }
+    context = _wizard_context(release, release.dataset, "preview")
+    context.update({"rows": rows, "chart": chart})
+    return render(request, "curator/wizard_preview.html", context)
+
+
+@curator_required
+def wizard_confirm(request, pk: int):
+    release, done = _draft_or_status(request, pk)
+    if done:
+        return done
+    if request.method == "POST":
+        try:
+            release_submit(release=release, user=request.user)
+        except Conflict as conflict:
+            messages.error(request, conflict.detail)
+        except ValidationFailed as error:
+            for errors in error.errors.values():
+                for message in errors:
+                    messages.error(request, message)
+        else:
+            return redirect("release-status", pk=release.pk)
+    context = _wizard_context(release, release.dataset, "confirm")
+    epsilon = release.definition["epsilon"]
+    context.update(
+        {
+            "epsilon": epsilon,
+            "leaves": context["budget"].remaining - Decimal(repr(epsilon)),
+            "rows": [
+                {**entry, "label": STATISTIC_LABELS[entry["kind"]]} for entry in release.preview
+            ],
+        }
+    )
+    return render(request, "curator/wizard_confirm.html", context)
+
+
+@curator_required
+def release_status(request, pk: int):
+    release = _owned_draft(request, pk)
+    return render(
+        request,
+        "curator/release_status.html",
+        {
+            "release": release,
+            "api_url": reverse("api-release", kwargs={"release_id": release.pk}),
+            "catalog_url": reverse(
+                "catalog-version", kwargs={"slug": release.series.slug, "version": release.version}
+            )
+            if release.is_published
+            else None,
+        },
+    )

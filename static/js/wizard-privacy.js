@@ -1,0 +1,77 @@
+// Keeps ε and p in step, and shows the odds bound and the budget left, as the curator types.
+// All numbers come from the server's translation endpoint (the engine), not from this script.
+(function () {
+  "use strict";
+  var form = document.getElementById("privacy-form");
+  if (!form) { return; }
+  var epsilonInput = document.getElementById("id_epsilon");
+  var probabilityInput = document.getElementById("id_truth_probability");
+  var priorInput = document.getElementById("prior");
+  var oddsView = document.getElementById("odds-view");
+  var budgetView = document.getElementById("budget-view");
+  var cumulativeView = document.getElementById("cumulative-view");
+  var url = form.dataset.translateUrl;
+  var remaining = parseFloat(form.dataset.remaining);
+  var committed = parseFloat(form.dataset.committed);
+  var pending = null;
+  var latest = 0;
+
+  function translate(params) {
+    var query = new URLSearchParams(params);
+    query.set("prior", String((parseFloat(priorInput.value) || 0) / 100));
+    return fetch(url + "?" + query.toString(), { headers: { "Accept": "application/json" } })
+      .then(function (response) { return response.ok ? response.json() : Promise.reject(response); });
+  }
+
+  // Only the answer to the newest edit may write to the form; older answers arrive late.
+  function latestOnly(params) {
+    var ticket = ++latest;
+    return translate(params).then(function (result) {
+      return ticket === latest ? result : Promise.reject("stale");
+    });
+  }
+
+  function percent(x) { return (100 * x).toFixed(2) + "%"; }
+
+  function show(result) {
+    oddsView.textContent = "After this release they can be at most " + percent(result.posterior) +
+      " sure (from " + percent(result.prior) + "), whatever they knew before.";
+    var left = remaining - result.epsilon;
+    budgetView.textContent = left >= 0
+      ? "This release leaves ε = " + left.toFixed(4) + " of the " + remaining.toFixed(4) + " remaining."
+      : "This release needs more than the remaining ε = " + remaining.toFixed(4) + ": it would be refused.";
+    budgetView.className = left >= 0 ? "" : "bad";
+    translate({ epsilon: String(committed + result.epsilon) }).then(function (total) {
+      cumulativeView.textContent = "All releases of this dataset together (ε = " + total.epsilon.toFixed(4) +
+        ") keep a truthful answer about one person at p ≤ " + total.truth_probability.toFixed(5) + ".";
+    });
+  }
+
+  function fromEpsilon() {
+    var value = parseFloat(epsilonInput.value);
+    if (!(value > 0)) { return; }
+    latestOnly({ epsilon: String(value) }).then(function (result) {
+      probabilityInput.value = result.truth_probability.toFixed(5);
+      show(result);
+    }).catch(function () {});
+  }
+
+  function fromProbability() {
+    var value = parseFloat(probabilityInput.value);
+    if (!(value > 0.5 && value < 1)) { return; }
+    latestOnly({ truth_probability: String(value) }).then(function (result) {
+      epsilonInput.value = result.epsilon.toFixed(5);
+      show(result);
+    }).catch(function () {});
+  }
+
+  function debounce(fn) {
+    return function () { clearTimeout(pending); pending = setTimeout(fn, 150); };
+  }
+
+  epsilonInput.addEventListener("input", debounce(fromEpsilon));
+  probabilityInput.addEventListener("input", debounce(fromProbability));
+  priorInput.addEventListener("input", debounce(fromEpsilon));
+  if (!epsilonInput.value) { epsilonInput.value = "0.5"; }
+  fromEpsilon();
+}());
