@@ -8,6 +8,7 @@ Discrete answers use the discrete formulas, never the continuous ones.
 from __future__ import annotations
 
 import math
+import statistics
 
 
 def laplace_expected_abs_error(scale: float) -> float:
@@ -56,3 +57,45 @@ def geometric_halfwidth(scale: float, coverage: float = 0.95) -> int:
     while geometric_tail(estimate + 1, scale) > miss:
         estimate += 1
     return estimate
+
+
+# Beyond this σ the discrete Gaussian's tails equal the continuous one's to many digits, and an
+# exact sum over its support would be slow.
+DISCRETE_GAUSSIAN_EXACT_LIMIT = 2000.0
+
+
+def _discrete_gaussian_weights(scale: float) -> tuple[list[float], float]:
+    """Unnormalised weights e^{−k²/2σ²} for k = 0, 1, … until negligible, and their total over
+    all integers."""
+    weights = []
+    k = 0
+    while True:
+        weight = math.exp(-(k * k) / (2.0 * scale * scale))
+        if weight < 1e-18 and k > 0:
+            break
+        weights.append(weight)
+        k += 1
+    total = weights[0] + 2.0 * math.fsum(weights[1:])
+    return weights, total
+
+
+def gaussian_expected_abs_error(scale: float, *, integer: bool = False) -> float:
+    """E|noise|: σ·√(2/π) for the continuous Gaussian; an exact sum for the discrete one."""
+    if integer and scale < DISCRETE_GAUSSIAN_EXACT_LIMIT:
+        weights, total = _discrete_gaussian_weights(scale)
+        return 2.0 * math.fsum(k * w for k, w in enumerate(weights)) / total
+    return scale * math.sqrt(2.0 / math.pi)
+
+
+def gaussian_halfwidth(scale: float, coverage: float = 0.95, *, integer: bool = False) -> float:
+    """Half-width h with P(|noise| ≤ h) ≥ coverage: 1.96σ at 95% for the continuous Gaussian; the
+    smallest such integer for the discrete one."""
+    if integer and scale < DISCRETE_GAUSSIAN_EXACT_LIMIT:
+        weights, total = _discrete_gaussian_weights(scale)
+        covered = weights[0] / total
+        h = 0
+        while covered < coverage and h + 1 < len(weights):
+            h += 1
+            covered += 2.0 * weights[h] / total
+        return float(h)
+    return scale * statistics.NormalDist().inv_cdf(0.5 + coverage / 2.0)

@@ -1,8 +1,13 @@
 """Privacy definitions a release can be made under.
 
-``PureDP`` is ε-differential privacy with add/remove-one-record neighbours (Definition 1): the
-number of records is itself private. ``epsilon`` is always the release's *total*, split over its
-statistics by weight.
+- ``PureDP``: ε-differential privacy (Definition 1). Neighbours add or remove one record, so the
+  number of records is itself private.
+- ``ApproxDP``: (ε, δ)-differential privacy (Definition 3), same neighbours; the guarantee may fail
+  with probability δ, so δ must be far below 1/n.
+- ``Blowfish``: (ε, P)-Blowfish privacy (Definition 6). Neighbours *replace* one record along an
+  edge of the policy's secret graph; the number of records n is public.
+
+``epsilon`` (and ``delta``) are always the release's *total*, split over its statistics by weight.
 """
 
 from __future__ import annotations
@@ -12,12 +17,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from privacy_engine.errors import EngineValidationError
+from privacy_engine.errors import EngineValidationError, prefix_errors
 
 # A release asking for more than this is almost surely a typo; nothing meaningful is protected.
 MAX_EPSILON = 20.0
 # Below this the noise swamps any answer; the bound also keeps every noise scale finite.
 MIN_EPSILON = 0.0001
+DEFAULT_DELTA_CAP = 1e-6
+
+
+def _check_epsilon(epsilon: float) -> None:
+    if isinstance(epsilon, bool) or not math.isfinite(epsilon) or epsilon <= 0:
+        raise EngineValidationError.single("epsilon", "must be a number greater than 0")
+    if not MIN_EPSILON <= epsilon <= MAX_EPSILON:
+        raise EngineValidationError.single(
+            "epsilon", f"must be from {MIN_EPSILON:g} to {MAX_EPSILON:g}"
+        )
 
 
 @dataclass(frozen=True)
@@ -27,33 +42,251 @@ class PureDP:
     epsilon: float
     kind: str = field(default="pure_dp", init=False)
     delta: float = field(default=0.0, init=False)
-    neighbours: str = field(default="add/remove one record", init=False)
+    neighbours: str = field(default="add or remove one record", init=False)
 
     def __post_init__(self) -> None:
-        if not math.isfinite(self.epsilon) or self.epsilon <= 0:
-            raise EngineValidationError.single("epsilon", "must be a number greater than 0")
-        if not MIN_EPSILON <= self.epsilon <= MAX_EPSILON:
-            raise EngineValidationError.single(
-                "epsilon", f"must be from {MIN_EPSILON:g} to {MAX_EPSILON:g}"
-            )
+        _check_epsilon(self.epsilon)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "epsilon": self.epsilon}
 
 
-Definition = PureDP
+def default_delta(declared_size: int | None) -> float:
+    """min(10⁻⁶, 1/n²) on the declared size n."""
+    if declared_size is None:
+        return DEFAULT_DELTA_CAP
+    return min(DEFAULT_DELTA_CAP, 1.0 / declared_size**2)
+
+
+def delta_warnings(delta: float, declared_size: int | None) -> list[str]:
+    """Plain-language warnings for a δ that is allowed but weaker than the default."""
+    if declared_size is not None and delta > 1.0 / declared_size**2:
+        return [
+            f"δ = {delta:g} is above 1/n² = {1.0 / declared_size**2:g} for about "
+            f"{declared_size:,} records: a mechanism that simply publishes each record with "
+            f"probability δ satisfies (0, δ)-DP, and would expose about "
+            f"{delta * declared_size:.2g} records."
+        ]
+    return []
+
+
+def check_delta(delta: float, declared_size: int | None) -> None:
+    """Refuse δ above 1/(10·n) on the declared size (or above 10⁻⁶ without a declared size)."""
+    if isinstance(delta, bool) or not math.isfinite(delta) or not 0 < delta < 1:
+        raise EngineValidationError.single("delta", "must be a number between 0 and 1")
+    if declared_size is None:
+        if delta > DEFAULT_DELTA_CAP:
+            raise EngineValidationError.single(
+                "delta",
+                f"must be at most {DEFAULT_DELTA_CAP:g} unless the table's approximate size is "
+                "declared",
+            )
+        return
+    limit = 1.0 / (10 * declared_size)
+    if delta > limit:
+        raise EngineValidationError.single(
+            "delta",
+            f"must be at most 1/(10·n) = {limit:g} for about {declared_size:,} records: "
+            "publishing each record with probability δ is (0, δ)-DP, so a larger δ lets a "
+            "mechanism leak whole records",
+        )
+
+
+@dataclass(frozen=True)
+class ApproxDP:
+    """(ε, δ)-differential privacy with add/remove-one-record neighbours."""
+
+    epsilon: float
+    delta: float
+    kind: str = field(default="approx_dp", init=False)
+    neighbours: str = field(default="add or remove one record", init=False)
+
+    def __post_init__(self) -> None:
+        _check_epsilon(self.epsilon)
+        if isinstance(self.delta, bool) or not math.isfinite(self.delta) or not 0 < self.delta < 1:
+            raise EngineValidationError.single("delta", "must be a number between 0 and 1")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "epsilon": self.epsilon, "delta": self.delta}
+
+
+# --- Blowfish policies: the discriminative secret graph G over record values ---------------------
+
+
+@dataclass(frozen=True)
+class FullDomain:
+    """Every pair of values is an edge: any one record may change arbitrarily."""
+
+    graph: str = field(default="full_domain", init=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"graph": self.graph}
+
+
+@dataclass(frozen=True)
+class CategoricalPartition:
+    """Values of one categorical column are protected only from values in the same group; which
+    group each person is in is not protected at all."""
+
+    column: str
+    groups: tuple[tuple[str, ...], ...]
+    graph: str = field(default="partition", init=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "graph": self.graph,
+            "column": self.column,
+            "groups": [list(group) for group in self.groups],
+        }
+
+
+@dataclass(frozen=True)
+class RangePartition:
+    """A numeric column split into ranges of width w from its lower bound; which range each
+    person is in is not protected, values within a range are."""
+
+    column: str
+    width: float
+    graph: str = field(default="partition", init=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"graph": self.graph, "column": self.column, "width": self.width}
+
+
+@dataclass(frozen=True)
+class DistanceThreshold:
+    """G^{L1,θ}: values closer than θ (L1 distance over ``columns``) are neighbours; values d
+    apart are protected at ⌈d/θ⌉·ε."""
+
+    columns: tuple[str, ...]
+    theta: float
+    graph: str = field(default="distance_threshold", init=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        if len(self.columns) == 1:
+            return {"graph": self.graph, "column": self.columns[0], "theta": self.theta}
+        return {"graph": self.graph, "columns": list(self.columns), "theta": self.theta}
+
+
+@dataclass(frozen=True)
+class AttributeGraph:
+    """G^{attr,c}: records that differ in at most c attributes are neighbours."""
+
+    c: int
+    graph: str = field(default="attribute", init=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"graph": self.graph, "c": self.c}
+
+
+Policy = FullDomain | CategoricalPartition | RangePartition | DistanceThreshold | AttributeGraph
+
+
+@dataclass(frozen=True)
+class Blowfish:
+    """(ε, P)-Blowfish privacy: neighbours replace one record along an edge of the policy's graph,
+    and the number of records is public."""
+
+    epsilon: float
+    policy: Policy
+    kind: str = field(default="blowfish", init=False)
+    delta: float = field(default=0.0, init=False)
+    neighbours: str = field(
+        default="replace one record along an edge of the secret graph", init=False
+    )
+
+    def __post_init__(self) -> None:
+        _check_epsilon(self.epsilon)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "epsilon": self.epsilon, "policy": self.policy.to_dict()}
+
+
+Definition = PureDP | ApproxDP | Blowfish
+DEFINITION_KINDS = ("pure_dp", "approx_dp", "blowfish")
+
+
+def _positive_number(value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise EngineValidationError.single(path, "must be a number greater than 0")
+    if value <= 0:
+        raise EngineValidationError.single(path, "must be a number greater than 0")
+    return float(value)
+
+
+def policy_from_dict(spec: Any) -> Policy:
+    """Build a policy from its JSON shape; errors name fields relative to the policy. Checks
+    against a schema happen in :func:`check_policy_against_schema`."""
+    if not isinstance(spec, Mapping):
+        raise EngineValidationError.single("", "must be an object with a graph")
+    graph = spec.get("graph")
+    if graph == "full_domain":
+        return FullDomain()
+    if graph == "partition":
+        column = spec.get("column")
+        if not isinstance(column, str):
+            raise EngineValidationError.single("column", "name the partitioned column")
+        if "width" in spec:
+            return RangePartition(column=column, width=_positive_number(spec["width"], "width"))
+        groups = spec.get("groups")
+        if (
+            not isinstance(groups, list)
+            or not groups
+            or not all(
+                isinstance(g, list) and g and all(isinstance(v, str) for v in g) for g in groups
+            )
+        ):
+            raise EngineValidationError.single(
+                "groups", "give a width, or groups as a list of non-empty lists of categories"
+            )
+        return CategoricalPartition(column=column, groups=tuple(tuple(g) for g in groups))
+    if graph == "distance_threshold":
+        theta = _positive_number(spec.get("theta"), "theta")
+        if "columns" in spec:
+            columns = spec["columns"]
+            if (
+                not isinstance(columns, list)
+                or not columns
+                or not all(isinstance(c, str) for c in columns)
+            ):
+                raise EngineValidationError.single("columns", "must be a list of column names")
+            return DistanceThreshold(columns=tuple(columns), theta=theta)
+        column = spec.get("column")
+        if not isinstance(column, str):
+            raise EngineValidationError.single("column", "name the column the distance is on")
+        return DistanceThreshold(columns=(column,), theta=theta)
+    if graph == "attribute":
+        c = spec.get("c", 1)
+        if isinstance(c, bool) or not isinstance(c, int) or c < 1:
+            raise EngineValidationError.single("c", "must be a whole number ≥ 1")
+        return AttributeGraph(c=c)
+    raise EngineValidationError.single(
+        "graph", "must be one of full_domain, partition, distance_threshold, attribute"
+    )
 
 
 def definition_from_dict(spec: Mapping[str, Any] | Definition) -> Definition:
     """Build a definition from the API's JSON shape; errors name the bad field."""
-    if isinstance(spec, PureDP):
+    if isinstance(spec, PureDP | ApproxDP | Blowfish):
         return spec
     if not isinstance(spec, Mapping):
         raise EngineValidationError.single("", "must be an object")
     kind = spec.get("kind")
+    if kind not in DEFINITION_KINDS:
+        raise EngineValidationError.single("kind", f"must be one of: {', '.join(DEFINITION_KINDS)}")
+    epsilon = spec.get("epsilon")
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
+        raise EngineValidationError.single("epsilon", "must be a number greater than 0")
     if kind == "pure_dp":
-        epsilon = spec.get("epsilon")
-        if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
-            raise EngineValidationError.single("epsilon", "must be a number greater than 0")
         return PureDP(epsilon=float(epsilon))
-    raise EngineValidationError.single("kind", "must be one of: pure_dp")
+    if kind == "approx_dp":
+        delta = spec.get("delta")
+        if isinstance(delta, bool) or not isinstance(delta, int | float):
+            raise EngineValidationError.single("delta", "must be a number between 0 and 1")
+        return ApproxDP(epsilon=float(epsilon), delta=float(delta))
+    _check_epsilon(float(epsilon))
+    try:
+        policy = policy_from_dict(spec.get("policy"))
+    except EngineValidationError as error:
+        raise prefix_errors("policy", error) from None
+    return Blowfish(epsilon=float(epsilon), policy=policy)

@@ -41,11 +41,17 @@ class Histogram:
 
 @dataclass(frozen=True)
 class Sum:
-    """Sum of a numeric column after clamping to its public bounds."""
+    """Sum of a numeric column after clamping to its public bounds, or with ``columns`` the
+    vector of sums of several numeric columns (the article's q_sum), answered together."""
 
-    column: str
+    column: str | None = None
+    columns: tuple[str, ...] = ()
     weight: float = 1.0
     kind: str = field(default="sum", init=False)
+
+    @property
+    def summed_columns(self) -> tuple[str, ...]:
+        return self.columns or ((self.column,) if self.column is not None else ())
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,8 @@ def query_to_dict(query: Query) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": query.kind}
     if query.column is not None:
         out["column"] = query.column
+    if isinstance(query, Sum) and query.columns:
+        out["columns"] = list(query.columns)
     if isinstance(query, Histogram) and query.bins is not None:
         out["bins"] = list(query.bins)
     if query.weight != 1.0:
@@ -86,6 +94,11 @@ def query_to_dict(query: Query) -> dict[str, Any]:
 
 def _validate_against_schema(query: Query, schema: Schema) -> None:
     if isinstance(query, Count):
+        return
+    if isinstance(query, Sum) and query.columns:
+        for name in query.columns:
+            if not isinstance(schema.columns.get(name), NumericColumn):
+                raise EngineValidationError.single("columns", f"'{name}' is not a numeric column")
         return
     if query.column not in schema.columns:
         raise EngineValidationError.single("column", "no such column in the schema")
@@ -135,7 +148,17 @@ def query_from_dict(spec: Mapping[str, Any] | Query, schema: Schema) -> Query:
             )
         weight = float(weight)
         column = spec.get("column")
-        if kind != "count" and not isinstance(column, str):
+        columns = spec.get("columns")
+        if kind == "sum" and columns is not None:
+            if (
+                not isinstance(columns, list)
+                or not columns
+                or not all(isinstance(c, str) for c in columns)
+                or len(set(columns)) != len(columns)
+            ):
+                raise EngineValidationError.single("columns", "must be a list of distinct names")
+            column = None
+        elif kind != "count" and not isinstance(column, str):
             raise EngineValidationError.single("column", "name the column this statistic uses")
         if kind == "count":
             query = Count(weight=weight)
@@ -150,7 +173,7 @@ def query_from_dict(spec: Mapping[str, Any] | Query, schema: Schema) -> Query:
                 bins = tuple(float(b) for b in bins)
             query = Histogram(column=column, bins=bins, weight=weight)
         elif kind == "sum":
-            query = Sum(column=column, weight=weight)
+            query = Sum(column=column, columns=tuple(columns or ()), weight=weight)
         elif kind == "mean":
             query = Mean(column=column, weight=weight)
         else:

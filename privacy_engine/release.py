@@ -17,13 +17,35 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privacy_engine.definitions import Definition, definition_from_dict
+from privacy_engine.definitions import (
+    ApproxDP,
+    Blowfish,
+    Definition,
+    PureDP,
+    check_delta,
+    default_delta,
+    definition_from_dict,
+    delta_warnings,
+)
 from privacy_engine.errors import EngineValidationError, prefix_errors
-from privacy_engine.mechanisms import GeometricMechanism, LaplaceMechanism
+from privacy_engine.mechanisms import (
+    ExactRelease,
+    GaussianMechanism,
+    GeometricMechanism,
+    LaplaceMechanism,
+)
 from privacy_engine.noise import NoiseSource
+from privacy_engine.policies import check_policy_against_schema
 from privacy_engine.queries import Count, Histogram, Mean, Query, Sum, bin_labels, query_from_dict
 from privacy_engine.schema import CategoricalColumn, NumericColumn, Schema, schema_from_dict
-from privacy_engine.sensitivity import count_sensitivity, sum_sensitivity
+from privacy_engine.sensitivity import (
+    count_sensitivity,
+    histogram_sensitivity,
+    present_count_sensitivity,
+    sum_sensitivity,
+)
+
+Mechanism = GeometricMechanism | LaplaceMechanism | GaussianMechanism | ExactRelease
 
 # Budget amounts are Decimals with this many places, rounded up so the ledger never under-charges.
 BUDGET_PLACES = Decimal("1e-12")
@@ -43,29 +65,53 @@ class PlannedStatistic:
 
     query: Query
     epsilon: float
+    delta: float
     mechanism: str
     sensitivity: float
     noise_scale: float
     expected_abs_error: float | None
     ci95_halfwidth: float | None
-    mechanisms: tuple[GeometricMechanism | LaplaceMechanism, ...]
+    mechanisms: tuple[Mechanism, ...]
 
     @property
     def epsilon_spent(self) -> float:
         return sum(m.epsilon_spent for m in self.mechanisms)
 
+    @property
+    def delta_spent(self) -> float:
+        return sum(m.delta_spent for m in self.mechanisms)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        if isinstance(self.query, Sum):
+            return self.query.summed_columns
+        return (self.query.column,) if self.query.column is not None else ()
+
     def to_preview(self) -> dict[str, Any]:
-        return {
+        entry = {
             "kind": self.query.kind,
             "column": self.query.column,
             "weight": self.query.weight,
             "mechanism": self.mechanism,
             "epsilon": self.epsilon,
+            "delta": self.delta,
             "sensitivity": self.sensitivity,
             "noise_scale": self.noise_scale,
             "expected_abs_error": self.expected_abs_error,
             "ci95_halfwidth": self.ci95_halfwidth,
         }
+        if isinstance(self.query, Sum) and self.query.columns:
+            entry["columns"] = list(self.query.columns)
+        return entry
+
+
+def _exact_sum(values: Sequence[float]) -> Decimal:
+    with localcontext() as ctx:
+        ctx.prec = 200
+        total = sum((Decimal(v) for v in values), Decimal(0))
+        if total == 0:
+            return Decimal(0)
+        return total.quantize(BUDGET_PLACES, rounding=ROUND_CEILING)
 
 
 @dataclass(frozen=True)
@@ -73,21 +119,16 @@ class ReleasePlan:
     schema: Schema
     definition: Definition
     statistics: tuple[PlannedStatistic, ...]
+    warnings: tuple[str, ...] = ()
 
     @property
     def epsilon_spent(self) -> Decimal:
         """Σ of the mechanisms' own privacy maps (sequential composition), for the ledger."""
-        with localcontext() as ctx:
-            ctx.prec = 200
-            total = sum(
-                (Decimal(m.epsilon_spent) for s in self.statistics for m in s.mechanisms),
-                Decimal(0),
-            )
-            return total.quantize(BUDGET_PLACES, rounding=ROUND_CEILING)
+        return _exact_sum([m.epsilon_spent for s in self.statistics for m in s.mechanisms])
 
     @property
     def delta_spent(self) -> Decimal:
-        return Decimal(0)
+        return _exact_sum([m.delta_spent for s in self.statistics for m in s.mechanisms])
 
 
 @dataclass(frozen=True)
@@ -109,9 +150,10 @@ class StatisticResult:
     sensitivity: float
     noise_scale: float
     rule: str | None
+    columns: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "kind": self.kind,
             "column": self.column,
             "value": self.value,
@@ -123,6 +165,9 @@ class StatisticResult:
             "noise_scale": self.noise_scale,
             "rule": self.rule,
         }
+        if self.columns is not None:
+            out["columns"] = self.columns
+        return out
 
 
 @dataclass(frozen=True)
@@ -149,8 +194,8 @@ def split_epsilon(total: float, weights: Sequence[float]) -> list[float]:
 
 def _mean_preview(
     column: NumericColumn,
-    sum_part: LaplaceMechanism,
-    count_part: GeometricMechanism,
+    sum_part: Mechanism,
+    count_part: Mechanism,
     declared_size: int | None,
 ) -> tuple[float | None, float | None]:
     if declared_size is None:
@@ -165,52 +210,123 @@ def _mean_preview(
     return min(expected, column.width), min(halfwidth, column.width)
 
 
+def _integer_mechanism(
+    sensitivity: int,
+    epsilon: float,
+    delta: float,
+    definition: Definition,
+    noise: NoiseSource | None,
+) -> Mechanism:
+    """Noise for whole-number answers: none when the answer is public, discrete Gaussian under
+    (ε, δ)-DP, geometric otherwise."""
+    if sensitivity == 0:
+        return ExactRelease()
+    if isinstance(definition, ApproxDP):
+        return GaussianMechanism(
+            sensitivity=sensitivity, epsilon=epsilon, delta=delta, integer=True, noise=noise
+        )
+    return GeometricMechanism(sensitivity=sensitivity, epsilon=epsilon, noise=noise)
+
+
+def _real_mechanism(
+    sensitivity: float,
+    epsilon: float,
+    delta: float,
+    definition: Definition,
+    noise: NoiseSource | None,
+    *,
+    vector: bool = False,
+) -> Mechanism:
+    if isinstance(definition, ApproxDP):
+        return GaussianMechanism(
+            sensitivity=sensitivity,
+            epsilon=epsilon,
+            delta=delta,
+            integer=False,
+            noise=noise,
+            vector=vector,
+        )
+    return LaplaceMechanism(sensitivity=sensitivity, epsilon=epsilon, noise=noise, vector=vector)
+
+
+def _single(query: Query, epsilon: float, delta: float, mechanism: Mechanism) -> PlannedStatistic:
+    return PlannedStatistic(
+        query=query,
+        epsilon=epsilon,
+        delta=delta,
+        mechanism=mechanism.name,
+        sensitivity=mechanism.sensitivity,
+        noise_scale=mechanism.scale,
+        expected_abs_error=mechanism.expected_abs_error,
+        ci95_halfwidth=mechanism.halfwidth(),
+        mechanisms=(mechanism,),
+    )
+
+
 def _plan_one(
-    query: Query, epsilon: float, schema: Schema, definition: Definition, noise: NoiseSource | None
+    query: Query,
+    epsilon: float,
+    delta: float,
+    schema: Schema,
+    definition: Definition,
+    noise: NoiseSource | None,
 ) -> PlannedStatistic:
-    if isinstance(query, Count | Histogram):
-        geometric = GeometricMechanism(
-            sensitivity=count_sensitivity(definition), epsilon=epsilon, noise=noise
+    # ε-DP-style sensitivities are L1; the Gaussian mechanism needs L2 ones.
+    norm = "l2" if isinstance(definition, ApproxDP) else "l1"
+    if isinstance(query, Count):
+        mechanism = _integer_mechanism(
+            count_sensitivity(definition), epsilon, delta, definition, noise
         )
-        return PlannedStatistic(
-            query=query,
-            epsilon=epsilon,
-            mechanism=geometric.name,
-            sensitivity=geometric.sensitivity,
-            noise_scale=geometric.scale,
-            expected_abs_error=geometric.expected_abs_error,
-            ci95_halfwidth=geometric.halfwidth(),
-            mechanisms=(geometric,),
+        return _single(
+            query,
+            epsilon if mechanism.epsilon_spent else 0.0,
+            delta if mechanism.delta_spent else 0.0,
+            mechanism,
         )
-    column = schema.column(query.column)
-    assert isinstance(column, NumericColumn)
+    if isinstance(query, Histogram):
+        return _single(
+            query,
+            epsilon,
+            delta,
+            _integer_mechanism(
+                histogram_sensitivity(definition), epsilon, delta, definition, noise
+            ),
+        )
     if isinstance(query, Sum):
-        laplace = LaplaceMechanism(
-            sensitivity=sum_sensitivity(column, definition), epsilon=epsilon, noise=noise
-        )
-        return PlannedStatistic(
-            query=query,
-            epsilon=epsilon,
-            mechanism=laplace.name,
-            sensitivity=laplace.sensitivity,
-            noise_scale=laplace.scale,
-            expected_abs_error=laplace.expected_abs_error,
-            ci95_halfwidth=laplace.halfwidth(),
-            mechanisms=(laplace,),
+        columns = {name: schema.column(name) for name in query.summed_columns}
+        sensitivity = sum_sensitivity(columns, definition, norm=norm)  # type: ignore[arg-type]
+        return _single(
+            query,
+            epsilon,
+            delta,
+            _real_mechanism(
+                sensitivity, epsilon, delta, definition, noise, vector=bool(query.columns)
+            ),
         )
     if isinstance(query, Mean):
-        half = epsilon / 2.0
-        sum_part = LaplaceMechanism(
-            sensitivity=sum_sensitivity(column, definition), epsilon=half, noise=noise
+        column = schema.column(query.column)
+        assert isinstance(column, NumericColumn)
+        count_part_sensitivity = present_count_sensitivity(column, definition)
+        # The count part is free when it is public (Blowfish with filled missing values).
+        share = 0.5 if count_part_sensitivity else 1.0
+        sum_part = _real_mechanism(
+            sum_sensitivity({query.column: column}, definition, norm=norm),
+            epsilon * share,
+            delta * share,
+            definition,
+            noise,
         )
-        count_part = GeometricMechanism(
-            sensitivity=count_sensitivity(definition), epsilon=half, noise=noise
+        count_part = _integer_mechanism(
+            count_part_sensitivity, epsilon * share, delta * share, definition, noise
         )
         expected, halfwidth = _mean_preview(column, sum_part, count_part, schema.declared_size)
         return PlannedStatistic(
             query=query,
             epsilon=epsilon,
-            mechanism="laplace+geometric",
+            delta=delta,
+            mechanism=f"{sum_part.name}+{count_part.name}"
+            if count_part_sensitivity
+            else sum_part.name,
             sensitivity=sum_part.sensitivity,
             noise_scale=sum_part.scale,
             expected_abs_error=expected,
@@ -218,6 +334,17 @@ def _plan_one(
             mechanisms=(sum_part, count_part),
         )
     raise TypeError(f"unsupported query {query!r}")
+
+
+def _with_default_delta(definition: Any, schema: Schema) -> Any:
+    """An (ε, δ) definition without δ gets min(10⁻⁶, 1/n²) on the declared size."""
+    if (
+        isinstance(definition, Mapping)
+        and definition.get("kind") == "approx_dp"
+        and (definition.get("delta") is None)
+    ):
+        return {**definition, "delta": default_delta(schema.declared_size)}
+    return definition
 
 
 def plan_release(
@@ -234,7 +361,11 @@ def plan_release(
     except EngineValidationError as error:
         raise prefix_errors("schema", error) from None
     try:
-        definition = definition_from_dict(definition)
+        definition = definition_from_dict(_with_default_delta(definition, schema))
+        if isinstance(definition, ApproxDP):
+            check_delta(definition.delta, schema.declared_size)
+        if isinstance(definition, Blowfish):
+            check_policy_against_schema(definition.policy, schema)
     except EngineValidationError as error:
         errors.update(prefix_errors("definition", error).errors)
     typed: list[Query] = []
@@ -249,12 +380,30 @@ def plan_release(
     if errors:
         raise EngineValidationError(errors)
     assert not isinstance(definition, Mapping)
-    shares = split_epsilon(definition.epsilon, [q.weight for q in typed])
-    statistics = tuple(
-        _plan_one(query, share, schema, definition, noise)
-        for query, share in zip(typed, shares, strict=True)
+    # Statistics that are public under the definition (the count under Blowfish) cost nothing,
+    # so the budget is shared among the others.
+    weights = [
+        0.0 if isinstance(q, Count) and count_sensitivity(definition) == 0 else q.weight
+        for q in typed
+    ]
+    if not any(weights):
+        weights = [1.0] * len(typed)
+    shares = split_epsilon(definition.epsilon, weights)
+    delta_shares = (
+        split_epsilon(definition.delta, weights) if definition.delta else [0.0] * len(typed)
     )
-    return ReleasePlan(schema=schema, definition=definition, statistics=statistics)
+    statistics = tuple(
+        _plan_one(query, share, delta_share, schema, definition, noise)
+        for query, share, delta_share in zip(typed, shares, delta_shares, strict=True)
+    )
+    warnings = (
+        tuple(delta_warnings(definition.delta, schema.declared_size))
+        if isinstance(definition, ApproxDP)
+        else ()
+    )
+    return ReleasePlan(
+        schema=schema, definition=definition, statistics=statistics, warnings=warnings
+    )
 
 
 def preview(
@@ -266,7 +415,21 @@ def preview(
     """The API's preview entries, in query order: ε share, sensitivity, noise scale, expected
     absolute error and 95% half-width of each statistic. Uses only the declared schema and size."""
     plan = plan_release(schema=schema, definition=definition, queries=queries)
-    return [statistic.to_preview() for statistic in plan.statistics]
+    entries = [statistic.to_preview() for statistic in plan.statistics]
+    if isinstance(plan.definition, Blowfish):
+        # The same ε under ε-DP, side by side: what the weaker guarantee buys.
+        baseline = plan_release(
+            schema=plan.schema,
+            definition=PureDP(plan.definition.epsilon),
+            queries=[s.query for s in plan.statistics],
+        )
+        for entry, other in zip(entries, baseline.statistics, strict=True):
+            entry["pure_dp"] = {
+                "expected_abs_error": other.expected_abs_error,
+                "ci95_halfwidth": other.ci95_halfwidth,
+                "sensitivity": other.sensitivity,
+            }
+    return entries
 
 
 def accuracy_curve(
@@ -320,8 +483,18 @@ def _numeric_histogram(values: np.ndarray, edges: tuple[float, ...]) -> list[int
     return [int(c) for c in counts]
 
 
-def _count_interval(value: int, halfwidth: int) -> list[int]:
-    return [max(0, value - halfwidth), value + halfwidth]
+def _count_interval(value: int, halfwidth: float) -> list[int]:
+    return [max(0, value - int(halfwidth)), value + int(halfwidth)]
+
+
+def _signed_clamp(value: float, low: float, high: float, column: NumericColumn) -> list[float]:
+    """Post-processing with public facts: a sum of non-negative values is non-negative, a sum of
+    non-positive values non-positive."""
+    if column.lower >= 0:
+        value, low, high = max(0.0, value), max(0.0, low), max(0.0, high)
+    if column.upper <= 0:
+        value, low, high = min(0.0, value), min(0.0, low), min(0.0, high)
+    return [value, low, high]
 
 
 def _run_one(planned: PlannedStatistic, frame: pd.DataFrame, schema: Schema) -> StatisticResult:
@@ -331,21 +504,41 @@ def _run_one(planned: PlannedStatistic, frame: pd.DataFrame, schema: Schema) -> 
         "column": query.column,
         "mechanism": planned.mechanism,
         "epsilon": planned.epsilon_spent,
-        "delta": 0.0,
+        "delta": planned.delta_spent,
         "sensitivity": planned.sensitivity,
         "noise_scale": planned.noise_scale,
     }
     if isinstance(query, Count):
-        (geometric,) = planned.mechanisms
-        assert isinstance(geometric, GeometricMechanism)
-        noisy = max(0, int(geometric.release([len(frame)])[0]))
+        (mechanism,) = planned.mechanisms
+        noisy = max(0, int(mechanism.release([len(frame)])[0]))
         return StatisticResult(
-            value=noisy, ci95=_count_interval(noisy, geometric.halfwidth()), rule=None, **common
+            value=noisy, ci95=_count_interval(noisy, mechanism.halfwidth()), rule=None, **common
+        )
+    if isinstance(query, Sum) and query.columns:
+        (mechanism,) = planned.mechanisms
+        columns = [schema.column(name) for name in query.columns]
+        exact = [
+            math.fsum(_clean_numeric(frame, name, column).tolist())  # type: ignore[arg-type]
+            for name, column in zip(query.columns, columns, strict=True)
+        ]
+        half = mechanism.halfwidth()
+        value, ci95 = {}, {}
+        for name, column, noisy in zip(
+            query.columns, columns, mechanism.release(exact), strict=True
+        ):
+            assert isinstance(column, NumericColumn)
+            v, low, high = _signed_clamp(noisy, noisy - half, noisy + half, column)
+            value[name], ci95[name] = v, [low, high]
+        rules = "; ".join(f"{name}: {schema.column(name).rule()}" for name in query.columns)
+        return StatisticResult(
+            value=value,
+            ci95=ci95,
+            rule=rules,
+            **{**common, "column": None, "columns": list(query.columns)},
         )
     column = schema.column(query.column)
     if isinstance(query, Histogram):
-        (geometric,) = planned.mechanisms
-        assert isinstance(geometric, GeometricMechanism)
+        (mechanism,) = planned.mechanisms
         if isinstance(column, CategoricalColumn):
             labels = column.buckets
             exact = _categorical_counts(frame, query.column, column)
@@ -354,8 +547,8 @@ def _run_one(planned: PlannedStatistic, frame: pd.DataFrame, schema: Schema) -> 
             assert query.bins is not None
             labels = bin_labels(query.bins)
             exact = _numeric_histogram(_clean_numeric(frame, query.column, column), query.bins)
-        noisy = [max(0, int(v)) for v in geometric.release(exact)]
-        halfwidth = geometric.halfwidth()
+        noisy = [max(0, int(v)) for v in mechanism.release(exact)]
+        halfwidth = mechanism.halfwidth()
         return StatisticResult(
             value=dict(zip(labels, noisy, strict=True)),
             ci95={
@@ -369,20 +562,13 @@ def _run_one(planned: PlannedStatistic, frame: pd.DataFrame, schema: Schema) -> 
     # fsum rounds once, so the clamped sum cannot drift past its bounds through rounding error.
     exact_sum = math.fsum(values.tolist())
     if isinstance(query, Sum):
-        (laplace,) = planned.mechanisms
-        assert isinstance(laplace, LaplaceMechanism)
-        noisy_sum = laplace.release(exact_sum)
-        low, high = noisy_sum - laplace.halfwidth(), noisy_sum + laplace.halfwidth()
-        # Post-processing with public facts: a sum of non-negative values is non-negative.
-        if column.lower >= 0:
-            noisy_sum, low, high = max(0.0, noisy_sum), max(0.0, low), max(0.0, high)
-        if column.upper <= 0:
-            noisy_sum, low, high = min(0.0, noisy_sum), min(0.0, low), min(0.0, high)
-        return StatisticResult(value=noisy_sum, ci95=[low, high], rule=column.rule(), **common)
+        (mechanism,) = planned.mechanisms
+        noisy_sum = mechanism.release(exact_sum)
+        half = mechanism.halfwidth()
+        value, low, high = _signed_clamp(noisy_sum, noisy_sum - half, noisy_sum + half, column)
+        return StatisticResult(value=value, ci95=[low, high], rule=column.rule(), **common)
     assert isinstance(query, Mean)
     sum_part, count_part = planned.mechanisms
-    assert isinstance(sum_part, LaplaceMechanism)
-    assert isinstance(count_part, GeometricMechanism)
     noisy_sum = sum_part.release(exact_sum)
     raw_count = int(count_part.release([len(values)])[0])
     denominator = max(1, raw_count)
@@ -412,11 +598,7 @@ def run_queries(
     statistic is computed; the number of rows a rule touched is never reported.
     """
     plan = plan_release(schema=schema, definition=definition, queries=queries, noise=noise)
-    missing = [
-        name
-        for s in plan.statistics
-        if (name := s.query.column) is not None and name not in frame.columns
-    ]
+    missing = [name for s in plan.statistics for name in s.columns if name not in frame.columns]
     if missing:
         raise EngineValidationError.single("columns", "the table lacks declared columns")
     statistics = tuple(_run_one(planned, frame, plan.schema) for planned in plan.statistics)

@@ -1,34 +1,106 @@
-"""Global sensitivities under each definition's neighbours.
+"""Global sensitivities under each definition's neighbours (DESIGN.md, "Formulas from the seeds").
 
-Under ε-DP (add/remove one record) with a column's public bounds [lower, upper]:
-count 1; histogram 1 (L1: one record changes one cell by one); sum max(|lower|, |upper|);
-a mean is post-processed from a sum and a count and has the sum's sensitivity plus a count's.
+ε-DP and (ε, δ)-DP (add or remove one record), with bounds [lower, upper]: count 1; histogram 1
+(L1 and L2); sum max(|lower|, |upper|) per column (a vector of sums: L1 adds them, L2 is the root of
+the sum of squares).
+
+Blowfish (replace one record along an edge of the policy's graph; n is public): count 0 (exact);
+histogram 2 (one record leaves a cell and enters another); sum of one column: full domain
+upper − lower, partition into ranges of width w: w, distance threshold θ: θ, attribute graph: the
+range. For a vector of sums the L1 sensitivity is the largest total change one edge allows: the
+full domain adds every range; G^{L1,θ} allows θ over the columns it names; G^{attr,c} the c largest
+ranges. Columns a policy does not name are unconstrained and contribute their whole range.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from privacy_engine.definitions import Definition, PureDP, definition_from_dict
+from privacy_engine.definitions import (
+    ApproxDP,
+    AttributeGraph,
+    Blowfish,
+    CategoricalPartition,
+    Definition,
+    DistanceThreshold,
+    FullDomain,
+    PureDP,
+    RangePartition,
+    definition_from_dict,
+)
 from privacy_engine.queries import Count, Histogram, Mean, Query, Sum, query_from_dict
 from privacy_engine.schema import NumericColumn, Schema, schema_from_dict
 
 COUNT_SENSITIVITY = 1
+BLOWFISH_HISTOGRAM_SENSITIVITY = 2
 
 
-def sum_sensitivity(column: NumericColumn, definition: Definition) -> float:
-    """L1 sensitivity of the clamped sum of one numeric column."""
-    if isinstance(definition, PureDP):
-        return column.max_magnitude
+def _blowfish_sum(columns: Mapping[str, NumericColumn], policy: Any) -> float:
+    widths = {name: column.width for name, column in columns.items()}
+    if isinstance(policy, FullDomain | CategoricalPartition):
+        return math.fsum(widths.values())
+    if isinstance(policy, RangePartition):
+        return math.fsum(
+            min(policy.width, width) if name == policy.column else width
+            for name, width in widths.items()
+        )
+    if isinstance(policy, DistanceThreshold):
+        named = [w for name, w in widths.items() if name in policy.columns]
+        free = [w for name, w in widths.items() if name not in policy.columns]
+        constrained = min(policy.theta, math.fsum(named)) if named else 0.0
+        return constrained + math.fsum(free)
+    if isinstance(policy, AttributeGraph):
+        return math.fsum(sorted(widths.values(), reverse=True)[: policy.c])
+    raise TypeError(f"unsupported policy {policy!r}")
+
+
+def sum_sensitivity(
+    columns: NumericColumn | Mapping[str, NumericColumn],
+    definition: Definition,
+    *,
+    norm: str = "l1",
+) -> float:
+    """Sensitivity of the clamped sum of one column, or of the vector of sums of several."""
+    if isinstance(columns, NumericColumn):
+        columns = {"": columns}
+    if isinstance(definition, PureDP | ApproxDP):
+        magnitudes = [column.max_magnitude for column in columns.values()]
+        if norm == "l2":
+            return math.sqrt(math.fsum(m * m for m in magnitudes))
+        return math.fsum(magnitudes)
+    if isinstance(definition, Blowfish):
+        return _blowfish_sum(columns, definition.policy)
     raise TypeError(f"unsupported definition {definition!r}")
 
 
 def count_sensitivity(definition: Definition) -> int:
-    """Sensitivity of a count, and the L1 sensitivity of a histogram's cell vector."""
-    if isinstance(definition, PureDP):
+    """Sensitivity of the number of records: 0 under Blowfish, where n is public."""
+    if isinstance(definition, PureDP | ApproxDP):
         return COUNT_SENSITIVITY
+    if isinstance(definition, Blowfish):
+        return 0
     raise TypeError(f"unsupported definition {definition!r}")
+
+
+def histogram_sensitivity(definition: Definition) -> int:
+    """L1 sensitivity of a histogram's cell vector (also its L2 under add/remove)."""
+    if isinstance(definition, PureDP | ApproxDP):
+        return COUNT_SENSITIVITY
+    if isinstance(definition, Blowfish):
+        return BLOWFISH_HISTOGRAM_SENSITIVITY
+    raise TypeError(f"unsupported definition {definition!r}")
+
+
+def present_count_sensitivity(column: NumericColumn, definition: Definition) -> int:
+    """Sensitivity of the number of records whose value is present (a mean's denominator).
+
+    Under Blowfish a replacement can turn a missing value into a present one unless missing
+    values are filled with a public constant, in which case the count is n, which is public."""
+    if isinstance(definition, Blowfish):
+        return 0 if column.fill is not None else 1
+    return count_sensitivity(definition)
 
 
 def sensitivity(
@@ -39,16 +111,19 @@ def sensitivity(
 ) -> float:
     """L1 global sensitivity of a query's answer under the definition's neighbours.
 
-    For a mean this is the sensitivity of its sum part (its count part has a count's).
-    Accepts the API's JSON shapes or the engine's typed objects.
+    For a mean this is the sensitivity of its sum part. Accepts the API's JSON shapes or the
+    engine's typed objects.
     """
     schema = schema_from_dict(schema)
     definition = definition_from_dict(definition)
     query = query_from_dict(query, schema)
-    if isinstance(query, Count | Histogram):
+    if isinstance(query, Count):
         return count_sensitivity(definition)
+    if isinstance(query, Histogram):
+        return histogram_sensitivity(definition)
     if isinstance(query, Sum | Mean):
-        column = schema.column(query.column)
-        assert isinstance(column, NumericColumn)
-        return sum_sensitivity(column, definition)
+        names = query.summed_columns if isinstance(query, Sum) else (query.column,)
+        columns = {name: schema.column(name) for name in names}
+        assert all(isinstance(c, NumericColumn) for c in columns.values())
+        return sum_sensitivity(columns, definition)  # type: ignore[arg-type]
     raise TypeError(f"unsupported query {query!r}")

@@ -15,7 +15,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from accounts.roles import Role, user_has_role
-from privacy_engine import accuracy_curve, truth_probability_to_epsilon
+from privacy_engine import EngineValidationError, accuracy_curve, truth_probability_to_epsilon
+from privacy_engine.definitions import MAX_EPSILON, MIN_EPSILON
 from releases import selectors
 from releases.forms import (
     STATISTIC_LABELS,
@@ -250,6 +251,11 @@ def wizard_privacy(request, pk: int):
     return done or _privacy_step(request, release.dataset, release)
 
 
+def _edge_text(edge: float) -> str:
+    """A bin edge as text that parses back to the same float."""
+    return str(int(edge)) if float(edge).is_integer() else repr(float(edge))
+
+
 def _usable_columns(release: Release) -> list[str]:
     columns = (release.dataset.schema or {}).get("columns", {})
     return [name for name, spec in columns.items() if spec.get("kind") != "identifier"]
@@ -265,7 +271,7 @@ def wizard_statistics(request, pk: int):
         {
             "kind": q["kind"],
             "column": q.get("column") or "",
-            "bins": ", ".join(f"{b:g}" for b in q.get("bins", [])),
+            "bins": ", ".join(_edge_text(b) for b in q.get("bins", [])),
             "weight": q.get("weight", 1),
         }
         for q in release.queries
@@ -326,7 +332,7 @@ def _sentence(entry: dict, declared_size: int | None) -> str:
 
 
 def _epsilon_grid(epsilon: float, points: int = 25) -> list[float]:
-    low, high = max(0.01, epsilon / 10), min(20.0, epsilon * 10)
+    low, high = max(MIN_EPSILON, epsilon / 10), min(MAX_EPSILON, epsilon * 10)
     step = (math.log(high) - math.log(low)) / (points - 1)
     return [math.exp(math.log(low) + i * step) for i in range(points)]
 
@@ -345,12 +351,17 @@ def wizard_preview(request, pk: int):
         }
         for entry in release.preview
     ]
-    curve = accuracy_curve(
-        schema=release.dataset.schema,
-        definition=release.definition,
-        queries=release.queries,
-        epsilons=_epsilon_grid(release.definition["epsilon"]),
-    )
+    try:
+        curve = accuracy_curve(
+            schema=release.dataset.schema,
+            definition=release.definition,
+            queries=release.queries,
+            epsilons=_epsilon_grid(release.definition["epsilon"]),
+        )
+    except EngineValidationError as error:
+        # The schema changed since the statistics were chosen.
+        messages.error(request, f"Choose the statistics again: {error}")
+        return redirect("wizard-statistics", pk=release.pk)
     chart = {
         "epsilon": release.definition["epsilon"],
         "series": [

@@ -1,5 +1,7 @@
 """Server-rendered pages: validate input, call one selector or service, render."""
 
+import re
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -93,7 +95,7 @@ def audit_page(request):
     params = request.GET
     errors = []
     dataset = params.get("dataset") or None
-    if dataset is not None and not dataset.isdigit():
+    if dataset is not None and not re.fullmatch(r"[0-9]+", dataset):
         errors.append("Dataset must be a dataset id.")
         dataset = None
     since_text = params.get("since") or ""

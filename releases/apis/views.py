@@ -1,5 +1,7 @@
 """HTTP API v1: validate input, call one service or selector, render JSON."""
 
+import re
+
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from rest_framework import serializers, status
@@ -312,7 +314,7 @@ class AuditEventListApi(APIView):
         params = request.query_params
         errors: dict[str, list[str]] = {}
         dataset = params.get("dataset")
-        if dataset is not None and not dataset.isdigit():
+        if dataset is not None and not re.fullmatch(r"[0-9]+", dataset):
             errors["dataset"] = ["must be a dataset id"]
         since = params.get("since")
         since_value = None

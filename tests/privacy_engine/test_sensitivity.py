@@ -234,7 +234,10 @@ def test_unknown_query_kind_is_named_even_without_a_column():
             {"epsilon": ["must be a number greater than 0"]},
         ),
         ({"kind": "pure_dp", "epsilon": 20.5}, {"epsilon": ["must be from 0.0001 to 20"]}),
-        ({"kind": "renyi", "epsilon": 1.0}, {"kind": ["must be one of: pure_dp"]}),
+        (
+            {"kind": "renyi", "epsilon": 1.0},
+            {"kind": ["must be one of: pure_dp, approx_dp, blowfish"]},
+        ),
         ("pure_dp", {"": ["must be an object"]}),
     ],
     ids=["zero", "negative", "string", "missing", "nan", "too-large", "unknown-kind", "not-object"],

@@ -350,7 +350,7 @@ def _queries(*queries):
         ),
         pytest.param(
             {"definition": {"kind": "renyi_dp", "epsilon": 1}},
-            {"definition.kind": ["must be one of: pure_dp"]},
+            {"definition.kind": ["must be one of: pure_dp, approx_dp, blowfish"]},
             id="unknown-definition",
         ),
         pytest.param(

@@ -1,0 +1,211 @@
+"""The login and logout pages: audited logins, safe redirects, POST-only logout, the header."""
+
+import pytest
+
+from releases.models import AuditEvent
+from tests.conftest import make_user
+
+LOGIN_URL = "/accounts/login/"
+LOGOUT_URL = "/accounts/logout/"
+PASSWORD = "pw-test-12345"
+BAD_CREDENTIALS = "That username and password do not match an active account."
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def logged_in_user_id(client) -> str | None:
+    return client.session.get("_auth_user_id")
+
+
+def login_events() -> list[tuple[str, str, str, dict]]:
+    return list(
+        AuditEvent.objects.filter(action__startswith="user.login")
+        .order_by("id")
+        .values_list("actor", "action", "object_id", "details")
+    )
+
+
+def test_login_page_renders_the_form_for_anonymous_visitors(client, db):
+    # when
+    response = client.get(LOGIN_URL)
+
+    # then
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert '<input type="text" name="username" id="id_username"' in page
+    assert '<input type="password" name="password" id="id_password"' in page
+    assert '<a href="/accounts/login/">Log in</a>' in page
+    assert "Signed in as" not in page
+
+
+def test_good_credentials_log_in_redirect_to_next_and_are_audited(client, curator):
+    # when
+    response = client.post(
+        LOGIN_URL, {"username": "curator1", "password": PASSWORD, "next": "/datasets/"}
+    )
+
+    # then
+    assert response.status_code == 302
+    assert response["Location"] == "/datasets/"
+    assert logged_in_user_id(client) == str(curator.pk)
+    assert login_events() == [("curator1", "user.login", str(curator.pk), {})]
+
+
+def test_next_from_the_query_string_is_kept_in_the_form_and_followed(client, curator):
+    # given
+    form = client.get(LOGIN_URL, {"next": "/catalog/?q=clinic"}).content.decode()
+    assert '<input type="hidden" name="next" value="/catalog/?q=clinic">' in form
+
+    # when
+    response = client.post(
+        f"{LOGIN_URL}?next=/catalog/%3Fq%3Dclinic", {"username": "curator1", "password": PASSWORD}
+    )
+
+    # then
+    assert response.status_code == 302
+    assert response["Location"] == "/catalog/?q=clinic"
+    assert logged_in_user_id(client) == str(curator.pk)
+
+
+def test_login_without_next_redirects_home(client, curator):
+    # when
+    response = client.post(LOGIN_URL, {"username": "curator1", "password": PASSWORD})
+
+    # then
+    assert response.status_code == 302
+    assert response["Location"] == "/"
+
+
+@pytest.mark.parametrize(
+    "next_url",
+    ["https://evil.example/", "//evil.example/", "http://evil.example/datasets/"],
+)
+def test_off_site_next_redirects_home_instead(client, curator, next_url):
+    # when
+    response = client.post(
+        LOGIN_URL, {"username": "curator1", "password": PASSWORD, "next": next_url}
+    )
+
+    # then
+    assert response.status_code == 302
+    assert response["Location"] == "/"
+    assert logged_in_user_id(client) == str(curator.pk)
+
+
+def test_off_site_next_is_not_put_into_the_form(client, db):
+    # when
+    response = client.get(LOGIN_URL, {"next": "https://evil.example/"})
+
+    # then
+    page = response.content.decode()
+    assert '<input type="hidden" name="next" value="/">' in page
+    assert "evil.example" not in page
+
+
+def test_wrong_password_re_renders_with_an_error_and_is_audited(client, curator):
+    # when
+    response = client.post(
+        LOGIN_URL, {"username": "curator1", "password": "wrong-password", "next": "/datasets/"}
+    )
+
+    # then
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert f'<ul class="errorlist" role="alert"><li>{BAD_CREDENTIALS}</li></ul>' in page
+    assert 'name="username" id="id_username" autocomplete="username" required value="curator1"' in (
+        page
+    )
+    assert "wrong-password" not in page
+    assert '<input type="hidden" name="next" value="/datasets/">' in page
+    assert logged_in_user_id(client) is None
+    assert login_events() == [("system", "user.login_failed", "", {"username": "curator1"})]
+
+
+def test_unknown_user_is_refused_and_audited_with_the_attempted_name(client, db):
+    # when
+    response = client.post(LOGIN_URL, {"username": "nobody", "password": PASSWORD})
+
+    # then
+    assert response.status_code == 200
+    assert BAD_CREDENTIALS in response.content.decode()
+    assert logged_in_user_id(client) is None
+    assert login_events() == [("system", "user.login_failed", "", {"username": "nobody"})]
+
+
+def test_inactive_user_cannot_log_in(client, curator):
+    # given
+    curator.is_active = False
+    curator.save(update_fields=["is_active"])
+
+    # when
+    response = client.post(LOGIN_URL, {"username": "curator1", "password": PASSWORD})
+
+    # then
+    assert response.status_code == 200
+    assert BAD_CREDENTIALS in response.content.decode()
+    assert logged_in_user_id(client) is None
+    assert [event[1] for event in login_events()] == ["user.login_failed"]
+
+
+def test_empty_form_shows_field_errors_and_writes_no_audit_event(client, db):
+    # when
+    response = client.post(LOGIN_URL, {"username": "", "password": ""})
+
+    # then
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert page.count("<li>This field is required.</li>") == 2
+    assert BAD_CREDENTIALS not in page
+    assert login_events() == []
+
+
+def test_logout_by_get_is_refused_and_keeps_the_session(client, curator):
+    # given
+    client.force_login(curator)
+
+    # when
+    response = client.get(LOGOUT_URL)
+
+    # then
+    assert response.status_code == 405
+    assert logged_in_user_id(client) == str(curator.pk)
+
+
+def test_logout_by_post_logs_out_and_redirects_home(client, curator):
+    # given
+    client.force_login(curator)
+
+    # when
+    response = client.post(LOGOUT_URL)
+
+    # then
+    assert response.status_code == 302
+    assert response["Location"] == "/"
+    assert logged_in_user_id(client) is None
+    assert client.get("/datasets/")["Location"] == "/accounts/login/?next=/datasets/"
+
+
+@pytest.mark.parametrize(
+    ("username", "role", "nav_link", "hidden_link"),
+    [
+        ("curator1", "curator", '<a href="/datasets/">My datasets</a>', '<a href="/audit/">'),
+        ("auditor", "compliance", '<a href="/audit/">Audit</a>', '<a href="/datasets/">'),
+    ],
+)
+def test_header_names_the_user_and_role_and_links_role_pages(
+    client, db, username, role, nav_link, hidden_link
+):
+    # given
+    client.force_login(make_user(username, role))
+
+    # when
+    page = client.get("/catalog/").content.decode()
+
+    # then
+    assert f"Signed in as <strong>{username}</strong> ({role})" in page
+    assert nav_link in page
+    assert hidden_link not in page
+    assert '<button type="submit" class="link">Log out</button>' in page
