@@ -4,6 +4,7 @@ Imports only the standard library, numpy, pandas and opendp. Everything a releas
 its guarantee (mechanism, ε, sensitivity, noise scale, 95% interval) is computed here.
 """
 
+from privacy_engine.accounting import IncompatibleLedger, Ledger, ledger_charge, ledger_for
 from privacy_engine.accuracy import (
     geometric_expected_abs_error,
     geometric_halfwidth,
@@ -12,9 +13,25 @@ from privacy_engine.accuracy import (
     laplace_halfwidth,
     laplace_tail,
 )
-from privacy_engine.definitions import Definition, PureDP, definition_from_dict
+from privacy_engine.definitions import (
+    ApproxDP,
+    AttributeGraph,
+    Blowfish,
+    CategoricalPartition,
+    Definition,
+    DistanceThreshold,
+    FullDomain,
+    PureDP,
+    RangePartition,
+    definition_from_dict,
+)
 from privacy_engine.errors import EngineValidationError
-from privacy_engine.mechanisms import GeometricMechanism, LaplaceMechanism
+from privacy_engine.mechanisms import (
+    ExactRelease,
+    GaussianMechanism,
+    GeometricMechanism,
+    LaplaceMechanism,
+)
 from privacy_engine.noise import NoiseSource, OpenDPNoise
 from privacy_engine.queries import Count, Histogram, Mean, Query, Sum, query_from_dict
 from privacy_engine.release import (
@@ -44,14 +61,24 @@ from privacy_engine.translation import (
 )
 
 __all__ = [
+    "ApproxDP",
+    "AttributeGraph",
+    "Blowfish",
     "CategoricalColumn",
+    "CategoricalPartition",
     "Count",
     "Definition",
+    "DistanceThreshold",
     "EngineValidationError",
+    "ExactRelease",
+    "FullDomain",
+    "GaussianMechanism",
     "GeometricMechanism",
     "Histogram",
     "IdentifierColumn",
+    "IncompatibleLedger",
     "LaplaceMechanism",
+    "Ledger",
     "Mean",
     "NoiseSource",
     "NumericColumn",
@@ -59,6 +86,7 @@ __all__ = [
     "PlannedStatistic",
     "PureDP",
     "Query",
+    "RangePartition",
     "ReleasePlan",
     "ReleaseResult",
     "Schema",
@@ -74,6 +102,8 @@ __all__ = [
     "laplace_expected_abs_error",
     "laplace_halfwidth",
     "laplace_tail",
+    "ledger_charge",
+    "ledger_for",
     "plan_release",
     "posterior_bound",
     "preview",

@@ -151,6 +151,7 @@ class StatisticResult:
     noise_scale: float
     rule: str | None
     columns: list[str] | None = None
+    accounting: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -167,6 +168,8 @@ class StatisticResult:
         }
         if self.columns is not None:
             out["columns"] = self.columns
+        if self.accounting is not None:
+            out["accounting"] = self.accounting
         return out
 
 
@@ -507,6 +510,10 @@ def _run_one(planned: PlannedStatistic, frame: pd.DataFrame, schema: Schema) -> 
         "delta": planned.delta_spent,
         "sensitivity": planned.sensitivity,
         "noise_scale": planned.noise_scale,
+        "accounting": "; ".join(
+            sorted({m.accounting for m in planned.mechanisms if hasattr(m, "accounting")})
+        )
+        or None,
     }
     if isinstance(query, Count):
         (mechanism,) = planned.mechanisms

@@ -43,6 +43,7 @@ BUDGET_FIELD = {"max_digits": 24, "decimal_places": 12}
 
 class LedgerKind(models.TextChoices):
     DIFFERENTIAL_PRIVACY = "differential_privacy", "Differential privacy"
+    BLOWFISH = "blowfish", "Blowfish policy"
 
 
 class Dataset(models.Model):
@@ -61,6 +62,8 @@ class Dataset(models.Model):
     budget_delta = models.DecimalField(**BUDGET_FIELD, default=Decimal(0))
     # Fixed by the first submitted release; until then any definition may be chosen.
     ledger_kind = models.CharField(max_length=40, choices=LedgerKind.choices, blank=True)
+    # The Blowfish policy of a Blowfish ledger, as JSON.
+    ledger_policy = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -8,9 +8,16 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.text import slugify
 
-from privacy_engine import EngineValidationError, plan_release
+from privacy_engine import (
+    EngineValidationError,
+    IncompatibleLedger,
+    Ledger,
+    ledger_charge,
+    ledger_for,
+    plan_release,
+)
 from privacy_engine.queries import query_to_dict
-from releases.models import Dataset, LedgerEntry, LedgerKind, Release, ReleaseSeries
+from releases.models import Dataset, LedgerEntry, Release, ReleaseSeries
 from releases.selectors import dataset_budget
 from releases.services.audit import AuditAction, audit_record
 from releases.services.errors import Conflict, ValidationFailed
@@ -160,13 +167,20 @@ def release_submit(*, release: Release, user) -> Release:
             raise Conflict(f"This release was already submitted (status: {locked.status}).")
         dataset = Dataset.objects.select_for_update().get(pk=locked.dataset_id)
         plan = _plan(dataset, locked.definition, locked.queries)
-        ledger_kind = LedgerKind.DIFFERENTIAL_PRIVACY
-        if dataset.ledger_kind and dataset.ledger_kind != ledger_kind:
-            raise Conflict(
-                f"This dataset's budget is accounted under {dataset.ledger_kind}; "
-                f"a {locked.definition['kind']} release cannot be charged to it."
+        ledger = (
+            Ledger(kind=dataset.ledger_kind, policy=dataset.ledger_policy)
+            if dataset.ledger_kind
+            else ledger_for(plan.definition)
+        )
+        try:
+            epsilon, delta = ledger_charge(
+                definition=plan.definition,
+                epsilon=plan.epsilon_spent,
+                delta=plan.delta_spent,
+                ledger=ledger,
             )
-        epsilon, delta = plan.epsilon_spent, plan.delta_spent
+        except IncompatibleLedger as error:
+            raise Conflict(str(error)) from None
         epsilon_budget, delta_budget = dataset_budget(dataset)
         if epsilon > epsilon_budget.remaining:
             raise Conflict(
@@ -179,8 +193,8 @@ def release_submit(*, release: Release, user) -> Release:
                 f"but only δ = {_format_amount(delta_budget.remaining)} remains."
             )
         if not dataset.ledger_kind:
-            dataset.ledger_kind = ledger_kind
-            dataset.save(update_fields=["ledger_kind"])
+            dataset.ledger_kind, dataset.ledger_policy = ledger.kind, ledger.policy
+            dataset.save(update_fields=["ledger_kind", "ledger_policy"])
         entry = LedgerEntry.objects.create(
             dataset=dataset,
             release=locked,

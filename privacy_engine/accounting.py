@@ -1,0 +1,79 @@
+"""Which budget a release is charged to, and how much (DESIGN.md, "Composition").
+
+A dataset's ledger is either *differential privacy* (ε-DP and (ε, δ)-DP releases add up to
+(Σε, Σδ)) or *one Blowfish policy* (its releases add up to Σε). It is fixed by the first submitted
+release. An ε-DP release on a Blowfish ledger is charged 2ε, and an (ε, δ)-DP one (2ε, (1 + e^ε)·δ):
+replacing a record is removing one and adding another. Blowfish releases cannot be charged to a
+differential-privacy ledger (their neighbours are weaker), and two Blowfish policies are not mixed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
+from typing import Any
+
+from privacy_engine.definitions import ApproxDP, Blowfish, Definition, PureDP
+
+DIFFERENTIAL_PRIVACY = "differential_privacy"
+BLOWFISH = "blowfish"
+LEDGER_PLACES = Decimal("1e-12")
+
+
+class IncompatibleLedger(ValueError):
+    """The release's guarantee cannot be accounted on this dataset's ledger; the message says
+    why in plain words."""
+
+
+@dataclass(frozen=True)
+class Ledger:
+    kind: str
+    policy: dict[str, Any] | None = None
+
+    def describe(self) -> str:
+        if self.kind == DIFFERENTIAL_PRIVACY:
+            return "differential privacy"
+        return f"the Blowfish policy {json.dumps(self.policy, sort_keys=True)}"
+
+
+def ledger_for(definition: Definition) -> Ledger:
+    """The ledger a dataset gets when this definition's release is its first submission."""
+    if isinstance(definition, Blowfish):
+        return Ledger(kind=BLOWFISH, policy=definition.policy.to_dict())
+    return Ledger(kind=DIFFERENTIAL_PRIVACY)
+
+
+def _ceil(value: Decimal) -> Decimal:
+    return value if value == 0 else value.quantize(LEDGER_PLACES, rounding=ROUND_CEILING)
+
+
+def ledger_charge(
+    *, definition: Definition, epsilon: Decimal, delta: Decimal, ledger: Ledger
+) -> tuple[Decimal, Decimal]:
+    """The (ε, δ) to charge on ``ledger`` for a release whose mechanisms spend (ε, δ) under its
+    own ``definition``. Raises :class:`IncompatibleLedger` for a mix that cannot be accounted."""
+    if ledger.kind == DIFFERENTIAL_PRIVACY:
+        if isinstance(definition, Blowfish):
+            raise IncompatibleLedger(
+                "This dataset's budget is accounted under differential privacy; a Blowfish "
+                "release protects less (only neighbours along its policy's graph) and cannot be "
+                "charged to it."
+            )
+        return epsilon, delta
+    if isinstance(definition, Blowfish):
+        if definition.policy.to_dict() != ledger.policy:
+            raise IncompatibleLedger(
+                f"This dataset's budget is accounted under {ledger.describe()}; a release under "
+                "a different Blowfish policy cannot be added to it, because the two guarantees "
+                "do not compose into one."
+            )
+        return epsilon, Decimal(0)
+    if isinstance(definition, PureDP):
+        return _ceil(2 * epsilon), Decimal(0)
+    if isinstance(definition, ApproxDP):
+        # Remove then add: e^ε(e^ε·P + δ) + δ = e^{2ε}·P + (1 + e^ε)·δ.
+        factor = Decimal(1 + math.exp(float(epsilon)))
+        return _ceil(2 * epsilon), _ceil(factor * delta)
+    raise TypeError(f"unsupported definition {definition!r}")
