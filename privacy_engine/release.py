@@ -130,6 +130,24 @@ class ReleasePlan:
     def delta_spent(self) -> Decimal:
         return _exact_sum([m.delta_spent for s in self.statistics for m in s.mechanisms])
 
+    def preview(self) -> list[dict[str, Any]]:
+        """The API's preview entries; under Blowfish each also carries, under ``"pure_dp"``, the
+        same statistic's accuracy under ε-DP at the same ε, to show what the policy buys."""
+        entries = [statistic.to_preview() for statistic in self.statistics]
+        if isinstance(self.definition, Blowfish):
+            baseline = plan_release(
+                schema=self.schema,
+                definition=PureDP(self.definition.epsilon),
+                queries=[s.query for s in self.statistics],
+            )
+            for entry, other in zip(entries, baseline.statistics, strict=True):
+                entry["pure_dp"] = {
+                    "expected_abs_error": other.expected_abs_error,
+                    "ci95_halfwidth": other.ci95_halfwidth,
+                    "sensitivity": other.sensitivity,
+                }
+        return entries
+
 
 @dataclass(frozen=True)
 class StatisticResult:
@@ -417,22 +435,7 @@ def preview(
 ) -> list[dict[str, Any]]:
     """The API's preview entries, in query order: ε share, sensitivity, noise scale, expected
     absolute error and 95% half-width of each statistic. Uses only the declared schema and size."""
-    plan = plan_release(schema=schema, definition=definition, queries=queries)
-    entries = [statistic.to_preview() for statistic in plan.statistics]
-    if isinstance(plan.definition, Blowfish):
-        # The same ε under ε-DP, side by side: what the weaker guarantee buys.
-        baseline = plan_release(
-            schema=plan.schema,
-            definition=PureDP(plan.definition.epsilon),
-            queries=[s.query for s in plan.statistics],
-        )
-        for entry, other in zip(entries, baseline.statistics, strict=True):
-            entry["pure_dp"] = {
-                "expected_abs_error": other.expected_abs_error,
-                "ci95_halfwidth": other.ci95_halfwidth,
-                "sensitivity": other.sensitivity,
-            }
-    return entries
+    return plan_release(schema=schema, definition=definition, queries=queries).preview()
 
 
 def accuracy_curve(

@@ -47,3 +47,75 @@ def group_privacy(*, group_size: int, epsilon: float, delta: float = 0.0) -> tup
     if not 0.0 <= delta <= 1.0:
         raise ValueError("delta must be in [0, 1]")
     return group_size * epsilon, group_size * math.exp((group_size - 1) * epsilon) * delta
+
+
+def distance_threshold_epsilon(*, distance: float, theta: float, epsilon: float) -> float:
+    """Under G^{L1,θ}, two values d apart are protected at ⌈d/θ⌉·ε (their shortest path in the
+    secret graph has ⌈d/θ⌉ edges); equal values need no protection."""
+    if theta <= 0:
+        raise ValueError("theta must be greater than 0")
+    if distance <= 0:
+        return 0.0
+    return math.ceil(distance / theta) * epsilon
+
+
+def blowfish_explanation(policy: dict, epsilon: float) -> dict[str, list[str]]:
+    """What an attacker can and cannot learn under a Blowfish policy, in plain words."""
+    graph = policy.get("graph")
+    always = "The number of records is public under Blowfish, so counts are published exactly."
+    if graph == "full_domain":
+        return {
+            "protected": [
+                f"Any one person's whole record, at ε = {epsilon:g}: an attacker "
+                "cannot tell it from any other possible record."
+            ],
+            "not_protected": [always],
+        }
+    if graph == "partition" and "groups" in policy:
+        groups = "; ".join(", ".join(group) for group in policy["groups"])
+        return {
+            "protected": [
+                f"Which value within its group a person has (groups: {groups}), at ε = {epsilon:g}."
+            ],
+            "not_protected": [
+                f"Which group each person is in ({policy['column']}): an "
+                "algorithm may publish it exactly.",
+                always,
+            ],
+        }
+    if graph == "partition":
+        return {
+            "protected": [
+                f"A person's exact {policy['column']} within its range of width "
+                f"{policy['width']:g}, at ε = {epsilon:g}."
+            ],
+            "not_protected": [f"Which range of {policy['column']} each person is in.", always],
+        }
+    if graph == "distance_threshold":
+        columns = policy.get("columns") or [policy.get("column")]
+        theta = policy["theta"]
+        return {
+            "protected": [
+                f"Values of {', '.join(columns)} closer than θ = {theta:g} apart, at "
+                f"ε = {epsilon:g}; values d apart only at ⌈d/θ⌉·ε, e.g. "
+                f"{distance_threshold_epsilon(distance=3 * theta, theta=theta, epsilon=epsilon):g} "
+                f"for d = {3 * theta:g}."
+            ],
+            "not_protected": [
+                "The rough region of a person's value (at a resolution coarser "
+                "than θ) becomes learnable as ε·⌈d/θ⌉ grows.",
+                always,
+            ],
+        }
+    if graph == "attribute":
+        return {
+            "protected": [
+                f"Changes to any {policy.get('c', 1)} attribute(s) of one record, at "
+                f"ε = {epsilon:g}."
+            ],
+            "not_protected": [
+                "Changes to more attributes at once are protected only at a multiple of ε.",
+                always,
+            ],
+        }
+    raise ValueError("unknown policy graph")

@@ -16,7 +16,9 @@ from django.urls import reverse
 
 from accounts.roles import Role, user_has_role
 from privacy_engine import EngineValidationError, accuracy_curve, truth_probability_to_epsilon
-from privacy_engine.definitions import MAX_EPSILON, MIN_EPSILON
+from privacy_engine.definitions import MAX_EPSILON, MIN_EPSILON, default_delta
+from privacy_engine.desiderata import desiderata_table
+from privacy_engine.translation import blowfish_explanation
 from releases import selectors
 from releases.forms import (
     STATISTIC_LABELS,
@@ -36,6 +38,7 @@ from releases.services.releases import (
     release_draft_create,
     release_draft_update,
     release_submit,
+    release_warnings,
 )
 from releases.services.suggestions import dataset_schema_suggest
 
@@ -190,13 +193,41 @@ def _epsilon_from(form) -> float:
     return truth_probability_to_epsilon(form.cleaned_data["truth_probability"])
 
 
+POLICY_FIELDS = {
+    "theta": "policy_theta",
+    "width": "policy_width",
+    "groups": "policy_groups",
+    "column": "policy_column",
+    "columns": "policy_columns",
+    "c": "policy_c",
+    "graph": "policy_graph",
+}
+
+
+def _add_definition_errors(form, errors: dict[str, list[str]]) -> None:
+    """Attach ``definition.policy.theta``-style service errors to the privacy form's fields."""
+    for path, messages_for_path in errors.items():
+        parts = path.split(".")
+        if parts[:2] == ["definition", "policy"] and len(parts) > 2:
+            field = POLICY_FIELDS.get(parts[2])
+        else:
+            field = parts[-1]
+        for message in messages_for_path:
+            form.add_error(field if field in form.fields else None, message)
+
+
 def _privacy_step(request, dataset, release: Release | None):
     initial = {}
     if release is not None:
-        initial = {"title": release.title, "epsilon": release.definition["epsilon"]}
-    form = PrivacyStepForm(request.POST or None, initial=initial)
+        initial = {"title": release.title, **PrivacyStepForm.initial_from(release.definition)}
+    columns = [
+        name
+        for name, spec in (dataset.schema or {}).get("columns", {}).items()
+        if spec.get("kind") != "identifier"
+    ]
+    form = PrivacyStepForm(request.POST or None, initial=initial, columns=columns)
     if request.method == "POST" and form.is_valid():
-        definition = {"kind": "pure_dp", "epsilon": _epsilon_from(form)}
+        definition = form.definition(_epsilon_from(form))
         try:
             if release is None:
                 release = release_draft_create(
@@ -214,13 +245,28 @@ def _privacy_step(request, dataset, release: Release | None):
                     definition=definition,
                 )
         except ValidationFailed as error:
-            _add_errors(form, error.errors)
+            _add_definition_errors(form, error.errors)
         except Conflict as conflict:
             messages.error(request, conflict.detail)
         else:
             return redirect("wizard-statistics", pk=release.pk)
     context = _wizard_context(release, dataset, "privacy")
-    context.update({"form": form, "spent_and_reserved": epsilon_spent_and_reserved(dataset)})
+    context.update(
+        {
+            "form": form,
+            "spent_and_reserved": epsilon_spent_and_reserved(dataset),
+            "desiderata": desiderata_table(),
+            "default_delta": default_delta(dataset.declared_size),
+            "declared_size": dataset.declared_size,
+            "ledger": dataset.get_ledger_kind_display() if dataset.ledger_kind else None,
+            "ledger_policy": dataset.ledger_policy,
+            "blowfish": blowfish_explanation(
+                release.definition["policy"], release.definition["epsilon"]
+            )
+            if release is not None and release.definition["kind"] == "blowfish"
+            else None,
+        }
+    )
     return render(request, "curator/wizard_privacy.html", context)
 
 
@@ -374,7 +420,15 @@ def wizard_preview(request, pk: int):
         ],
     }
     context = _wizard_context(release, release.dataset, "preview")
-    context.update({"rows": rows, "chart": chart})
+    context.update(
+        {
+            "rows": rows,
+            "chart": chart,
+            "is_blowfish": release.definition["kind"] == "blowfish",
+            "has_delta": release.definition["kind"] == "approx_dp",
+            "warnings": release_warnings(release),
+        }
+    )
     return render(request, "curator/wizard_preview.html", context)
 
 

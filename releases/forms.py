@@ -67,8 +67,33 @@ class ColumnSchemaForm(forms.Form):
         return {"kind": "identifier"}
 
 
+DEFINITION_CHOICES = [
+    ("pure_dp", "ε-differential privacy (recommended)"),
+    ("approx_dp", "(ε, δ)-differential privacy"),
+    ("blowfish", "Blowfish privacy with a policy"),
+]
+POLICY_CHOICES = [
+    ("full_domain", "Full domain: any one record may change arbitrarily"),
+    ("partition_groups", "Partition a categorical column into groups"),
+    ("partition_width", "Partition a numeric column into ranges"),
+    ("distance_threshold", "Distance threshold θ on numeric columns"),
+    ("attribute", "Attributes: records differing in at most c attributes"),
+]
+
+
+def _split_list(text: str) -> list[str]:
+    return [item.strip() for item in (text or "").split(",") if item.strip()]
+
+
 class PrivacyStepForm(forms.Form):
     title = forms.CharField(max_length=200, label="Release title")
+    definition_kind = forms.ChoiceField(
+        choices=DEFINITION_CHOICES,
+        initial="pure_dp",
+        widget=forms.RadioSelect,
+        label="Privacy definition",
+        required=False,
+    )
     epsilon = forms.FloatField(
         label="ε for this release",
         min_value=0.0001,
@@ -82,12 +107,113 @@ class PrivacyStepForm(forms.Form):
         required=False,
         widget=forms.NumberInput(attrs={"step": "any"}),
     )
+    delta = forms.FloatField(
+        label="δ: probability that the guarantee fails",
+        required=False,
+        widget=forms.NumberInput(attrs={"step": "any"}),
+        help_text="Leave empty for the default min(10⁻⁶, 1/n²) on the declared size.",
+    )
+    policy_graph = forms.ChoiceField(choices=POLICY_CHOICES, required=False, label="Policy")
+    policy_column = forms.ChoiceField(required=False, label="Column of the policy")
+    policy_columns = forms.CharField(
+        required=False,
+        label="Columns of the distance (comma-separated)",
+        help_text="Leave empty to use the column above; several columns use their L1 distance.",
+    )
+    policy_groups = forms.CharField(
+        required=False,
+        label="Groups (| between groups, commas inside a group)",
+        help_text="e.g. healthy | flu, cold | cancer, stroke",
+    )
+    policy_width = forms.FloatField(
+        required=False, label="Width of each range", widget=forms.NumberInput(attrs={"step": "any"})
+    )
+    policy_theta = forms.FloatField(
+        required=False,
+        label="θ: distance within which values are protected",
+        widget=forms.NumberInput(attrs={"step": "any"}),
+    )
+    policy_c = forms.IntegerField(
+        required=False, min_value=1, initial=1, label="c: attributes that may differ"
+    )
+
+    def __init__(self, *args, columns: list[str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["policy_column"].choices = [("", "—")] + [(c, c) for c in columns or []]
 
     def clean(self):
         data = super().clean()
         if data.get("epsilon") is None and data.get("truth_probability") is None:
             raise forms.ValidationError("Set either ε or p.")
         return data
+
+    def policy(self) -> dict:
+        data = self.cleaned_data
+        graph = data.get("policy_graph") or "full_domain"
+        if graph == "partition_groups":
+            groups = [_split_list(part) for part in (data.get("policy_groups") or "").split("|")]
+            return {
+                "graph": "partition",
+                "column": data.get("policy_column"),
+                "groups": [g for g in groups if g],
+            }
+        if graph == "partition_width":
+            return {
+                "graph": "partition",
+                "column": data.get("policy_column"),
+                "width": data.get("policy_width"),
+            }
+        if graph == "distance_threshold":
+            columns = _split_list(data.get("policy_columns"))
+            if len(columns) > 1:
+                return {
+                    "graph": "distance_threshold",
+                    "columns": columns,
+                    "theta": data.get("policy_theta"),
+                }
+            column = columns[0] if columns else data.get("policy_column")
+            return {
+                "graph": "distance_threshold",
+                "column": column,
+                "theta": data.get("policy_theta"),
+            }
+        if graph == "attribute":
+            return {"graph": "attribute", "c": data.get("policy_c") or 1}
+        return {"graph": "full_domain"}
+
+    def definition(self, epsilon: float) -> dict:
+        kind = self.cleaned_data.get("definition_kind") or "pure_dp"
+        if kind == "approx_dp":
+            definition: dict = {"kind": kind, "epsilon": epsilon}
+            if self.cleaned_data.get("delta") is not None:
+                definition["delta"] = self.cleaned_data["delta"]
+            return definition
+        if kind == "blowfish":
+            return {"kind": kind, "epsilon": epsilon, "policy": self.policy()}
+        return {"kind": "pure_dp", "epsilon": epsilon}
+
+    @staticmethod
+    def initial_from(definition: dict) -> dict:
+        initial = {
+            "definition_kind": definition["kind"],
+            "epsilon": definition["epsilon"],
+            "delta": definition.get("delta"),
+        }
+        policy = definition.get("policy") or {}
+        graph = policy.get("graph")
+        if graph == "partition":
+            initial["policy_graph"] = (
+                "partition_groups" if "groups" in policy else ("partition_width")
+            )
+            initial["policy_groups"] = " | ".join(", ".join(g) for g in policy.get("groups", []))
+            initial["policy_width"] = policy.get("width")
+        elif graph:
+            initial["policy_graph"] = graph
+        initial["policy_column"] = policy.get("column")
+        initial["policy_columns"] = ", ".join(policy.get("columns", []))
+        initial["policy_theta"] = policy.get("theta")
+        initial["policy_c"] = policy.get("c", 1)
+        return initial
 
 
 class StatisticForm(forms.Form):

@@ -25,7 +25,7 @@ from releases.parsing import parse_iso_datetime
 from releases.services.audit import AuditAction, audit_chain_verify, audit_record
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.errors import ValidationFailed
-from releases.services.releases import release_draft_create, release_submit
+from releases.services.releases import release_draft_create, release_submit, release_warnings
 
 
 def _paginate(view: APIView, request, queryset, render) -> Response:
@@ -78,6 +78,7 @@ def release_data(release: Release, request) -> dict:
         "definition": release.definition,
         "queries": release.queries,
         "preview": release.preview,
+        "warnings": release_warnings(release) if release.status == Release.Status.DRAFT else [],
         "status": release.status,
         "progress": release.progress,
         "version": release.version,

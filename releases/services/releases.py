@@ -16,6 +16,7 @@ from privacy_engine import (
     ledger_for,
     plan_release,
 )
+from privacy_engine.definitions import delta_warnings
 from privacy_engine.queries import query_to_dict
 from releases.models import Dataset, LedgerEntry, Release, ReleaseSeries
 from releases.selectors import dataset_budget
@@ -84,7 +85,7 @@ def release_draft_create(
             title=title,
             definition=plan.definition.to_dict(),
             queries=[query_to_dict(s.query) for s in plan.statistics],
-            preview=[s.to_preview() for s in plan.statistics],
+            preview=plan.preview(),
         )
         audit_record(
             actor=user,
@@ -134,7 +135,7 @@ def release_draft_update(
         locked.title = title
         locked.definition = plan.definition.to_dict()
         locked.queries = [query_to_dict(s.query) for s in plan.statistics]
-        locked.preview = [s.to_preview() for s in plan.statistics]
+        locked.preview = plan.preview()
         locked.save(update_fields=["title", "definition", "queries", "preview"])
         audit_record(
             actor=user,
@@ -145,6 +146,14 @@ def release_draft_update(
             details={"title": title, "definition": locked.definition, "queries": locked.queries},
         )
     return locked
+
+
+def release_warnings(release: Release) -> list[str]:
+    """Plain-language warnings about a draft's plan (a δ above 1/n², for example)."""
+    definition = release.definition
+    if definition.get("kind") != "approx_dp" or definition.get("delta") is None:
+        return []
+    return delta_warnings(definition["delta"], release.dataset.declared_size)
 
 
 def _format_amount(amount: Decimal) -> str:
@@ -204,7 +213,7 @@ def release_submit(*, release: Release, user) -> Release:
         )
         locked.status = Release.Status.QUEUED
         locked.schema = dataset.schema
-        locked.preview = [s.to_preview() for s in plan.statistics]
+        locked.preview = plan.preview()
         locked.epsilon_charged, locked.delta_charged = epsilon, delta
         locked.submitted_at = timezone.now()
         locked.save()

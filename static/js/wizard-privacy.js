@@ -75,3 +75,53 @@
   if (!epsilonInput.value) { epsilonInput.value = "0.5"; }
   fromEpsilon();
 }());
+
+// Shows only the sections of the chosen definition and policy, and charts how protection
+// weakens with distance under a distance-threshold policy (⌈d/θ⌉·ε, the article's Definition 6).
+(function () {
+  "use strict";
+  var form = document.getElementById("privacy-form");
+  if (!form) { return; }
+  var graphSelect = document.getElementById("id_policy_graph");
+
+  function chosenKind() {
+    var checked = form.querySelector("input[name=definition_kind]:checked");
+    return checked ? checked.value : "pure_dp";
+  }
+
+  function drawDistanceChart() {
+    var target = document.getElementById("distance-chart");
+    var theta = parseFloat(document.getElementById("id_policy_theta").value);
+    var epsilon = parseFloat(document.getElementById("id_epsilon").value);
+    if (!target || !window.Plotly || !(theta > 0) || !(epsilon > 0) || target.offsetParent === null) { return; }
+    var xs = [], ys = [];
+    for (var i = 0; i <= 60; i++) {
+      var d = i * theta / 10;
+      xs.push(d);
+      ys.push(d <= 0 ? 0 : Math.ceil(d / theta) * epsilon);
+    }
+    window.Plotly.react(target, [{ type: "scatter", mode: "lines", line: { shape: "hv" }, x: xs, y: ys }], {
+      margin: { t: 10, r: 10, b: 45, l: 55 }, height: 220,
+      xaxis: { title: { text: "distance d between two values" } },
+      yaxis: { title: { text: "protection (ε between them)" }, rangemode: "tozero" }
+    }, { displaylogo: false, responsive: true });
+  }
+
+  function update() {
+    var kind = chosenKind();
+    Array.prototype.forEach.call(form.querySelectorAll("[data-definition]"), function (section) {
+      section.hidden = section.dataset.definition !== kind;
+    });
+    var graph = graphSelect ? graphSelect.value : "";
+    Array.prototype.forEach.call(form.querySelectorAll("[data-graph]"), function (section) {
+      section.hidden = section.dataset.graph !== graph;
+    });
+    drawDistanceChart();
+  }
+
+  form.addEventListener("change", update);
+  form.addEventListener("input", function (event) {
+    if (event.target.id === "id_policy_theta" || event.target.id === "id_epsilon") { drawDistanceChart(); }
+  });
+  update();
+}());
