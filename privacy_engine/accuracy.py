@@ -98,4 +98,6 @@ def gaussian_halfwidth(scale: float, coverage: float = 0.95, *, integer: bool = 
             h += 1
             covered += 2.0 * weights[h] / total
         return float(h)
-    return scale * statistics.NormalDist().inv_cdf(0.5 + coverage / 2.0)
+    halfwidth = scale * statistics.NormalDist().inv_cdf(0.5 + coverage / 2.0)
+    # Whole-number answers get a whole-number interval; rounding down would lose coverage.
+    return float(math.ceil(halfwidth)) if integer else halfwidth

@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 
 from privacy_engine.definitions import (
+    MAX_EPSILON,
+    MIN_EPSILON,
     ApproxDP,
     Blowfish,
     Definition,
@@ -436,6 +438,51 @@ def preview(
     """The API's preview entries, in query order: ε share, sensitivity, noise scale, expected
     absolute error and 95% half-width of each statistic. Uses only the declared schema and size."""
     return plan_release(schema=schema, definition=definition, queries=queries).preview()
+
+
+def epsilon_for_accuracy(
+    *,
+    schema: Schema | Mapping[str, Any],
+    definition: Definition | Mapping[str, Any],
+    query: Query | Mapping[str, Any],
+    ci95_halfwidth: float,
+) -> float:
+    """Accuracy first: the smallest ε (to 0.1%) at which this statistic, released alone under the
+    definition, has a 95% half-width of at most ``ci95_halfwidth``. The reverse is
+    :func:`preview`. Raises :class:`EngineValidationError` if no allowed ε is accurate enough."""
+    if not math.isfinite(ci95_halfwidth) or ci95_halfwidth <= 0:
+        raise EngineValidationError.single("ci95_halfwidth", "must be a number greater than 0")
+    plan = plan_release(schema=schema, definition=definition, queries=[query])
+    (statistic,) = plan.statistics
+    if statistic.epsilon_spent == 0:
+        return 0.0  # public under the definition: exact at no cost
+
+    def halfwidth_at(epsilon: float) -> float:
+        varied = dataclasses.replace(plan.definition, epsilon=epsilon)
+        entry = plan_release(
+            schema=plan.schema, definition=varied, queries=[statistic.query]
+        ).statistics[0]
+        if entry.ci95_halfwidth is None:
+            raise EngineValidationError.single(
+                "query", "declare the table's approximate size to solve for a mean's accuracy"
+            )
+        return entry.ci95_halfwidth
+
+    low, high = MIN_EPSILON, MAX_EPSILON
+    if halfwidth_at(high) > ci95_halfwidth:
+        raise EngineValidationError.single(
+            "ci95_halfwidth", f"even ε = {MAX_EPSILON:g} cannot make this statistic that accurate"
+        )
+    if halfwidth_at(low) <= ci95_halfwidth:
+        return low
+    # Bisection on log ε: the half-width falls as ε grows.
+    while high / low > 1.001:
+        middle = math.sqrt(low * high)
+        if halfwidth_at(middle) <= ci95_halfwidth:
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def accuracy_curve(

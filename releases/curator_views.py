@@ -4,6 +4,7 @@ Each view validates form input, calls one service or selector and renders; priva
 from the engine through the services, never from here.
 """
 
+import json
 import math
 from decimal import Decimal
 from functools import wraps
@@ -352,6 +353,7 @@ def wizard_statistics(request, pk: int):
             "formset": formset,
             "form_rows": form_rows,
             "columns": columns,
+            "definition_json": json.dumps(release.definition),
             "numeric_columns": [
                 name
                 for name, spec in release.dataset.schema["columns"].items()

@@ -11,6 +11,11 @@ urlpatterns = [
         views.DatasetSchemaApi.as_view(),
         name="api-dataset-schema",
     ),
+    path(
+        "datasets/<int:dataset_id>/accuracy/",
+        views.AccuracySolverApi.as_view(),
+        name="api-dataset-accuracy",
+    ),
     path("releases/", views.ReleaseListApi.as_view(), name="api-releases"),
     path("releases/<int:release_id>/", views.ReleaseDetailApi.as_view(), name="api-release"),
     path(

@@ -25,7 +25,12 @@ from releases.parsing import parse_iso_datetime
 from releases.services.audit import AuditAction, audit_chain_verify, audit_record
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.errors import ValidationFailed
-from releases.services.releases import release_draft_create, release_submit, release_warnings
+from releases.services.releases import (
+    release_draft_create,
+    release_epsilon_for_accuracy,
+    release_submit,
+    release_warnings,
+)
 
 
 def _paginate(view: APIView, request, queryset, render) -> Response:
@@ -409,3 +414,25 @@ class TranslateApi(APIView):
                 "posterior": posterior,
             }
         )
+
+
+class AccuracySolverApi(APIView):
+    """Accuracy first: the ε one statistic needs for the 95% half-width the curator can live
+    with, on one of the curator's datasets (its declared schema; no data is read)."""
+
+    permission_classes = [IsCurator]
+    parser_classes = [JSONParser]
+
+    def post(self, request, dataset_id: int):
+        dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=dataset_id)
+        body = request.data if isinstance(request.data, dict) else {}
+        target = body.get("ci95_halfwidth")
+        if isinstance(target, bool) or not isinstance(target, int | float):
+            raise ValidationFailed({"ci95_halfwidth": ["must be a number greater than 0"]})
+        epsilon = release_epsilon_for_accuracy(
+            dataset=dataset,
+            definition=body.get("definition"),
+            query=body.get("query"),
+            ci95_halfwidth=float(target),
+        )
+        return Response({"epsilon": epsilon, "ci95_halfwidth": float(target)})

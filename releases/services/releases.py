@@ -12,6 +12,7 @@ from privacy_engine import (
     EngineValidationError,
     IncompatibleLedger,
     Ledger,
+    epsilon_for_accuracy,
     ledger_charge,
     ledger_for,
     plan_release,
@@ -146,6 +147,27 @@ def release_draft_update(
             details={"title": title, "definition": locked.definition, "queries": locked.queries},
         )
     return locked
+
+
+def release_epsilon_for_accuracy(
+    *, dataset: Dataset, definition: Any, query: Any, ci95_halfwidth: float
+) -> float:
+    """The ε a single statistic needs for the given 95% half-width (reads no data)."""
+    if not dataset.schema:
+        raise ValidationFailed(
+            {"dataset": ["Declare the dataset's schema (bounds and categories) first."]}
+        )
+    if not isinstance(definition, dict):
+        definition = {"kind": "pure_dp", "epsilon": 1.0}
+    try:
+        return epsilon_for_accuracy(
+            schema=dataset.schema,
+            definition={**definition, "epsilon": 1.0},
+            query=query,
+            ci95_halfwidth=ci95_halfwidth,
+        )
+    except EngineValidationError as error:
+        raise ValidationFailed(error.errors) from None
 
 
 def release_warnings(release: Release) -> list[str]:

@@ -43,3 +43,64 @@
   form.addEventListener("change", updateShares);
   updateShares();
 }());
+
+// Accuracy first: asks the engine (through the API) which ε a statistic needs for the error the
+// curator types, and what release ε the current weights would then require.
+(function () {
+  "use strict";
+  var form = document.getElementById("statistics-form");
+  if (!form || !form.dataset.accuracyUrl) { return; }
+  var csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
+  var definition = JSON.parse(form.dataset.definition);
+
+  function rowQuery(row) {
+    var kind = row.querySelector("select[name$='-kind']").value;
+    var query = { kind: kind };
+    var column = row.querySelector("select[name$='-column']").value;
+    if (kind !== "count" && column) { query.column = column; }
+    var bins = row.querySelector("input[name$='-bins']").value;
+    if (kind === "histogram" && bins.trim()) {
+      query.bins = bins.split(",").map(function (b) { return parseFloat(b); });
+    }
+    return query;
+  }
+
+  function weights() {
+    return Array.prototype.map.call(form.querySelectorAll("tr.statistic-row"), function (row) {
+      var remove = row.querySelector("input[type=checkbox][name$='-DELETE']");
+      var value = parseFloat(row.querySelector("input[name$='-weight']").value);
+      return remove && remove.checked ? 0 : (value > 0 ? value : 0);
+    });
+  }
+
+  form.addEventListener("change", function (event) {
+    if (!event.target.classList.contains("target")) { return; }
+    var row = event.target.closest("tr");
+    var out = row.querySelector(".needed");
+    var target = parseFloat(event.target.value);
+    if (!(target > 0)) { out.textContent = ""; return; }
+    out.textContent = "…";
+    fetch(form.dataset.accuracyUrl, {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf, "Accept": "application/json" },
+      body: JSON.stringify({ definition: definition, query: rowQuery(row), ci95_halfwidth: target })
+    }).then(function (response) {
+      return response.json().then(function (body) { return { ok: response.ok, body: body }; });
+    }).then(function (result) {
+      if (!result.ok) {
+        var errors = result.body.errors || {};
+        out.textContent = Object.keys(errors).map(function (k) { return errors[k].join(" "); }).join(" ") ||
+          result.body.detail;
+        return;
+      }
+      var needed = result.body.epsilon;
+      var rows = Array.prototype.slice.call(form.querySelectorAll("tr.statistic-row"));
+      var all = weights();
+      var total = all.reduce(function (a, b) { return a + b; }, 0);
+      var mine = all[rows.indexOf(row)];
+      var release = mine > 0 ? needed * total / mine : needed;
+      out.textContent = needed === 0 ? "exact at no cost" :
+        "needs ε = " + needed.toPrecision(3) + " alone; release ε = " + release.toPrecision(3) + " with these weights";
+    });
+  });
+}());

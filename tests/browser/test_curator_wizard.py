@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
+from playwright.sync_api import expect
 
 from releases.models import AuditEvent, Dataset, Release
 from tests.browser.conftest import screenshot
@@ -135,6 +136,9 @@ def test_curator_uploads_declares_drafts_previews_and_publishes(
     rows.nth(2).get_by_label("Column").select_option("age")
     rows.nth(2).get_by_label("Accuracy weight").fill("2")
     assert rows.nth(2).locator(".share").inner_text() == "0.5000"
+    rows.nth(0).get_by_label("Error you can live with").fill("10")
+    rows.nth(0).get_by_label("Error you can live with").press("Tab")
+    expect(rows.nth(0).locator(".needed")).to_contain_text("needs ε = ")
     screenshot(page, "wizard-statistics")
     page.get_by_role("button", name="Save and preview accuracy →").click()
 

@@ -108,6 +108,12 @@ ENDPOINTS = {
     "audit-events": ("get", lambda w: "/api/v1/audit/events/", None, None),
     "audit-verify": ("get", lambda w: "/api/v1/audit/verify/", None, None),
     "translate": ("get", lambda w: "/api/v1/translate/?epsilon=0.1", None, None),
+    "dataset-accuracy": (
+        "post",
+        lambda w: f"/api/v1/datasets/{w.dataset.pk}/accuracy/",
+        lambda w: {"query": {"kind": "count"}, "ci95_halfwidth": 10},
+        "json",
+    ),
 }
 
 EXPECTED = {
@@ -126,6 +132,7 @@ EXPECTED = {
     "audit-events": (401, 403, 403, 200),
     "audit-verify": (401, 403, 403, 200),
     "translate": (200, 200, 200, 200),
+    "dataset-accuracy": (401, 200, 404, 403),
 }
 ROLES = ("anonymous", "curator", "other_curator", "compliance")
 MATRIX = [

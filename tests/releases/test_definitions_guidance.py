@@ -1,0 +1,63 @@
+"""Guidance that needs no data: the accuracy-first solver through the API."""
+
+import math
+
+import pytest
+
+from privacy_engine import preview
+
+
+def test_accuracy_first_solver_returns_the_epsilon_whose_preview_meets_the_target(
+    curator_client, dataset
+):
+    # given a curator who can live with ±10 on a count, 95% of the time
+    body = {
+        "definition": {"kind": "pure_dp", "epsilon": 1},
+        "query": {"kind": "count"},
+        "ci95_halfwidth": 10,
+    }
+
+    # when
+    response = curator_client.post(f"/api/v1/datasets/{dataset.pk}/accuracy/", body, format="json")
+
+    # then the ε it costs gives at most ±10, and 0.2% less ε would not
+    assert response.status_code == 200
+    epsilon = response.json()["epsilon"]
+    at = preview(
+        schema=dataset.schema,
+        definition={"kind": "pure_dp", "epsilon": epsilon},
+        queries=[{"kind": "count"}],
+    )[0]
+    below = preview(
+        schema=dataset.schema,
+        definition={"kind": "pure_dp", "epsilon": epsilon * 0.998},
+        queries=[{"kind": "count"}],
+    )[0]
+    assert at["ci95_halfwidth"] <= 10
+    assert below["ci95_halfwidth"] > 10
+
+
+def test_accuracy_first_solver_for_a_sum_matches_the_laplace_formula(curator_client, dataset):
+    # given ±500 on the sum of age (bounds 0–100): b·ln 20 = 500 → ε = 100·ln 20 / 500
+    body = {"query": {"kind": "sum", "column": "age"}, "ci95_halfwidth": 500}
+
+    # when
+    response = curator_client.post(f"/api/v1/datasets/{dataset.pk}/accuracy/", body, format="json")
+
+    # then
+    assert response.json()["epsilon"] == pytest.approx(100 * math.log(20) / 500, rel=2e-3)
+
+
+def test_accuracy_first_solver_refuses_an_impossible_target_naming_the_field(
+    curator_client, dataset
+):
+    # when ±0.001 on a sum cannot be reached with ε ≤ 20
+    response = curator_client.post(
+        f"/api/v1/datasets/{dataset.pk}/accuracy/",
+        {"query": {"kind": "sum", "column": "age"}, "ci95_halfwidth": 0.001},
+        format="json",
+    )
+
+    # then
+    assert response.status_code == 400
+    assert list(response.json()["errors"]) == ["ci95_halfwidth"]
