@@ -294,11 +294,13 @@ def _plan_one(
     definition: Definition,
     noise: NoiseSource | None,
 ) -> PlannedStatistic:
-    # ε-DP-style sensitivities are L1; the Gaussian mechanism needs L2 ones.
+    # ε-DP-style sensitivities are L1; the Gaussian mechanism needs L2 ones. A person with up to
+    # c rows changes every answer up to c times as much as one record (in L1 and in L2).
     norm = "l2" if isinstance(definition, ApproxDP) else "l1"
+    c = schema.rows_per_person
     if isinstance(query, Count):
         mechanism = _integer_mechanism(
-            count_sensitivity(definition), epsilon, delta, definition, noise
+            c * count_sensitivity(definition), epsilon, delta, definition, noise
         )
         return _single(
             query,
@@ -312,12 +314,12 @@ def _plan_one(
             epsilon,
             delta,
             _integer_mechanism(
-                histogram_sensitivity(definition), epsilon, delta, definition, noise
+                c * histogram_sensitivity(definition), epsilon, delta, definition, noise
             ),
         )
     if isinstance(query, Sum):
         columns = {name: schema.column(name) for name in query.summed_columns}
-        sensitivity = sum_sensitivity(columns, definition, norm=norm)  # type: ignore[arg-type]
+        sensitivity = c * sum_sensitivity(columns, definition, norm=norm)  # type: ignore[arg-type]
         return _single(
             query,
             epsilon,
@@ -329,11 +331,11 @@ def _plan_one(
     if isinstance(query, Mean):
         column = schema.column(query.column)
         assert isinstance(column, NumericColumn)
-        count_part_sensitivity = present_count_sensitivity(column, definition)
+        count_part_sensitivity = c * present_count_sensitivity(column, definition)
         # The count part is free when it is public (Blowfish with filled missing values).
         share = 0.5 if count_part_sensitivity else 1.0
         sum_part = _real_mechanism(
-            sum_sensitivity({query.column: column}, definition, norm=norm),
+            c * sum_sensitivity({query.column: column}, definition, norm=norm),
             epsilon * share,
             delta * share,
             definition,
@@ -389,6 +391,12 @@ def plan_release(
             check_delta(definition.delta, schema.declared_size)
         if isinstance(definition, Blowfish):
             check_policy_against_schema(definition.policy, schema)
+            if schema.rows_per_person > 1:
+                raise EngineValidationError.single(
+                    "kind",
+                    "Blowfish here protects one record; with several rows per person use "
+                    "ε-DP or (ε, δ)-DP",
+                )
     except EngineValidationError as error:
         errors.update(prefix_errors("definition", error).errors)
     typed: list[Query] = []
@@ -536,6 +544,16 @@ def _numeric_histogram(values: np.ndarray, edges: tuple[float, ...]) -> list[int
     return [int(c) for c in counts]
 
 
+def _bound_contributions(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """Keep at most c rows per person (first in file order) and drop rows without a key: a
+    stable rule that uses the key only to bound contributions."""
+    if schema.person_key is None:
+        return frame
+    keys = frame[schema.person_key].astype(str).str.strip()
+    kept = frame[keys != ""]
+    return kept.groupby(keys[keys != ""], sort=False).head(schema.max_rows_per_person)
+
+
 def _count_interval(value: int, halfwidth: float) -> list[int]:
     return [max(0, value - int(halfwidth)), value + int(halfwidth)]
 
@@ -658,7 +676,14 @@ def run_queries(
     missing = [name for s in plan.statistics for name in s.columns if name not in frame.columns]
     if missing:
         raise EngineValidationError.single("columns", "the table lacks declared columns")
+    frame = _bound_contributions(frame, plan.schema)
     statistics = tuple(_run_one(planned, frame, plan.schema) for planned in plan.statistics)
+    person_rule = plan.schema.person_rule()
+    if person_rule is not None:
+        statistics = tuple(
+            dataclasses.replace(s, rule="; ".join(filter(None, [person_rule, s.rule])))
+            for s in statistics
+        )
     return ReleaseResult(
         statistics=statistics, epsilon_spent=plan.epsilon_spent, delta_spent=plan.delta_spent
     )

@@ -127,6 +127,23 @@ class Schema:
 
     columns: Mapping[str, Column]
     declared_size: int | None = None
+    # Unit of protection: with a person key, each person may have up to this many rows; rows
+    # beyond that are dropped and every sensitivity is multiplied by it, so ε protects a person.
+    person_key: str | None = None
+    max_rows_per_person: int = 1
+
+    @property
+    def rows_per_person(self) -> int:
+        """How many records one protected unit can contribute (1 without a person key)."""
+        return self.max_rows_per_person if self.person_key is not None else 1
+
+    def person_rule(self) -> str | None:
+        if self.person_key is None:
+            return None
+        return (
+            f"at most {self.max_rows_per_person} rows per {self.person_key} kept (first in "
+            f"file order); rows without a {self.person_key} dropped"
+        )
 
     def column(self, name: str) -> Column:
         return self.columns[name]
@@ -135,6 +152,9 @@ class Schema:
         out: dict[str, Any] = {"columns": {n: c.to_dict() for n, c in self.columns.items()}}
         if self.declared_size is not None:
             out["declared_size"] = self.declared_size
+        if self.person_key is not None:
+            out["person_key"] = self.person_key
+            out["max_rows_per_person"] = self.max_rows_per_person
         return out
 
 
@@ -209,8 +229,24 @@ def schema_from_dict(
         isinstance(declared_size, bool) or not isinstance(declared_size, int) or declared_size < 1
     ):
         errors["declared_size"] = ["must be a positive whole number"]
+    person_key = spec.get("person_key")
+    max_rows = spec.get("max_rows_per_person", 1)
+    if person_key is not None:
+        if not isinstance(person_key, str) or (
+            known_columns is not None and person_key not in known_columns
+        ):
+            errors["person_key"] = ["must name a column of the table"]
+        elif not isinstance(columns.get(person_key, IdentifierColumn()), IdentifierColumn):
+            errors["person_key"] = ["the person key must be an identifier column"]
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or not 1 <= max_rows <= 1000:
+        errors["max_rows_per_person"] = ["must be a whole number from 1 to 1000"]
     if errors:
         raise EngineValidationError(errors)
     if known_columns is not None:
         columns = {name: columns.get(name, IdentifierColumn()) for name in known_columns}
-    return Schema(columns=columns, declared_size=declared_size)
+    return Schema(
+        columns=columns,
+        declared_size=declared_size,
+        person_key=person_key,
+        max_rows_per_person=max_rows,
+    )

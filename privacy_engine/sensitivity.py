@@ -117,13 +117,15 @@ def sensitivity(
     schema = schema_from_dict(schema)
     definition = definition_from_dict(definition)
     query = query_from_dict(query, schema)
+    # With a person key, one protected unit is up to c rows.
+    c = schema.rows_per_person
     if isinstance(query, Count):
-        return count_sensitivity(definition)
+        return c * count_sensitivity(definition)
     if isinstance(query, Histogram):
-        return histogram_sensitivity(definition)
+        return c * histogram_sensitivity(definition)
     if isinstance(query, Sum | Mean):
         names = query.summed_columns if isinstance(query, Sum) else (query.column,)
         columns = {name: schema.column(name) for name in names}
-        assert all(isinstance(c, NumericColumn) for c in columns.values())
-        return sum_sensitivity(columns, definition)  # type: ignore[arg-type]
+        assert all(isinstance(col, NumericColumn) for col in columns.values())
+        return c * sum_sensitivity(columns, definition)  # type: ignore[arg-type]
     raise TypeError(f"unsupported query {query!r}")

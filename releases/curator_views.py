@@ -19,7 +19,7 @@ from accounts.roles import Role, user_has_role
 from privacy_engine import EngineValidationError, accuracy_curve, truth_probability_to_epsilon
 from privacy_engine.definitions import MAX_EPSILON, MIN_EPSILON, default_delta
 from privacy_engine.desiderata import desiderata_table
-from privacy_engine.translation import blowfish_explanation
+from privacy_engine.translation import blowfish_explanation, group_privacy
 from releases import selectors
 from releases.forms import (
     STATISTIC_LABELS,
@@ -123,6 +123,18 @@ def _column_forms(dataset, data=None, initial_schema=None):
     return forms
 
 
+def _unit_of_protection(data) -> dict:
+    """The person key and the rows each person may have, from the schema form."""
+    key = (data.get("person_key") or "").strip()
+    if not key:
+        return {}
+    try:
+        max_rows = int(data.get("max_rows_per_person") or 1)
+    except ValueError:
+        max_rows = 0  # refused by the engine with a message naming the field
+    return {"person_key": key, "max_rows_per_person": max_rows}
+
+
 @curator_required
 def dataset_detail(request, pk: int):
     dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=pk)
@@ -138,6 +150,7 @@ def dataset_detail(request, pk: int):
             spec = {
                 "columns": {c["name"]: f.to_spec() for c, f in column_forms},
                 "declared_size": dataset.declared_size,
+                **_unit_of_protection(request.POST),
             }
             try:
                 dataset_schema_update(dataset=dataset, user=request.user, schema=spec)
@@ -159,6 +172,9 @@ def dataset_detail(request, pk: int):
                 return redirect("dataset-detail", pk=dataset.pk)
     epsilon, _ = selectors.dataset_budget(dataset)
     releases = dataset.releases.select_related("series").order_by("-created_at")
+    schema = dataset.schema or {}
+    rows_per_person = schema.get("max_rows_per_person", 1) if schema.get("person_key") else 1
+    group_epsilon, _ = group_privacy(group_size=max(rows_per_person, 3), epsilon=1.0)
     return render(
         request,
         "curator/dataset.html",
@@ -167,6 +183,16 @@ def dataset_detail(request, pk: int):
             "column_forms": column_forms,
             "locked": locked,
             "suggestion": suggestion,
+            "identifier_columns": [
+                c["name"]
+                for c in dataset.columns
+                if (dataset.schema or {})
+                .get("columns", {})
+                .get(c["name"], {})
+                .get("kind", "identifier")
+                == "identifier"
+            ],
+            "group_example": {"size": max(rows_per_person, 3), "epsilon": group_epsilon},
             "budget": epsilon,
             "releases": releases,
         },
