@@ -38,10 +38,30 @@ class Ledger:
         return f"the Blowfish policy {json.dumps(self.policy, sort_keys=True)}"
 
 
+def canonical_policy(policy: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A policy with its groups, group members and distance columns in a fixed order, so the
+    same policy written differently is recognised as the same; numbers as floats."""
+    if policy is None:
+        return None
+    out = dict(policy)
+    if "groups" in out:
+        out["groups"] = sorted(sorted(group) for group in out["groups"])
+    if "columns" in out:
+        columns = sorted(out.pop("columns"))
+        if len(columns) == 1:
+            out["column"] = columns[0]
+        else:
+            out["columns"] = columns
+    for key in ("theta", "width"):
+        if key in out:
+            out[key] = float(out[key])
+    return out
+
+
 def ledger_for(definition: Definition) -> Ledger:
     """The ledger a dataset gets when this definition's release is its first submission."""
     if isinstance(definition, Blowfish):
-        return Ledger(kind=BLOWFISH, policy=definition.policy.to_dict())
+        return Ledger(kind=BLOWFISH, policy=canonical_policy(definition.policy.to_dict()))
     return Ledger(kind=DIFFERENTIAL_PRIVACY)
 
 
@@ -63,7 +83,7 @@ def ledger_charge(
             )
         return epsilon, delta
     if isinstance(definition, Blowfish):
-        if definition.policy.to_dict() != ledger.policy:
+        if canonical_policy(definition.policy.to_dict()) != canonical_policy(ledger.policy):
             raise IncompatibleLedger(
                 f"This dataset's budget is accounted under {ledger.describe()}; a release under "
                 "a different Blowfish policy cannot be added to it, because the two guarantees "

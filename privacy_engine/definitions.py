@@ -58,6 +58,17 @@ def default_delta(declared_size: int | None) -> float:
     return min(DEFAULT_DELTA_CAP, 1.0 / declared_size**2)
 
 
+def with_default_delta(definition: Any, declared_size: int | None) -> Any:
+    """An (ε, δ) definition given as JSON without δ gets min(10⁻⁶, 1/n²) on the declared size."""
+    if (
+        isinstance(definition, Mapping)
+        and definition.get("kind") == "approx_dp"
+        and definition.get("delta") is None
+    ):
+        return {**definition, "delta": default_delta(declared_size)}
+    return definition
+
+
 def delta_warnings(delta: float, declared_size: int | None) -> list[str]:
     """Plain-language warnings for a δ that is allowed but weaker than the default."""
     if declared_size is not None and delta > 1.0 / declared_size**2:

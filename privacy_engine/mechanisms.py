@@ -178,6 +178,12 @@ class GaussianMechanism:
         rho_low = (math.sqrt(log_inverse_delta + epsilon) - math.sqrt(log_inverse_delta)) ** 2
         lower = float(sensitivity) / math.sqrt(2.0 * epsilon)
         upper = float(sensitivity) / math.sqrt(2.0 * rho_low * 0.99)
+        # With a large δ the converted ε can fall below ρ; lower the bracket until it is below
+        # the answer (its ε too large), as the search needs.
+        for _ in range(64):
+            if build(lower).map(d_in)[0] > epsilon:
+                break
+            lower /= 2.0
         self.scale = float(
             dp.binary_search_param(build, d_in=d_in, d_out=(epsilon, delta), bounds=(lower, upper))
         )

@@ -25,9 +25,9 @@ from privacy_engine.definitions import (
     Definition,
     PureDP,
     check_delta,
-    default_delta,
     definition_from_dict,
     delta_warnings,
+    with_default_delta,
 )
 from privacy_engine.errors import EngineValidationError, prefix_errors
 from privacy_engine.mechanisms import (
@@ -361,17 +361,6 @@ def _plan_one(
     raise TypeError(f"unsupported query {query!r}")
 
 
-def _with_default_delta(definition: Any, schema: Schema) -> Any:
-    """An (ε, δ) definition without δ gets min(10⁻⁶, 1/n²) on the declared size."""
-    if (
-        isinstance(definition, Mapping)
-        and definition.get("kind") == "approx_dp"
-        and (definition.get("delta") is None)
-    ):
-        return {**definition, "delta": default_delta(schema.declared_size)}
-    return definition
-
-
 def plan_release(
     *,
     schema: Schema | Mapping[str, Any],
@@ -386,7 +375,7 @@ def plan_release(
     except EngineValidationError as error:
         raise prefix_errors("schema", error) from None
     try:
-        definition = definition_from_dict(_with_default_delta(definition, schema))
+        definition = definition_from_dict(with_default_delta(definition, schema.declared_size))
         if isinstance(definition, ApproxDP):
             check_delta(definition.delta, schema.declared_size)
         if isinstance(definition, Blowfish):

@@ -29,7 +29,9 @@ from privacy_engine.definitions import (
     PureDP,
     RangePartition,
     definition_from_dict,
+    with_default_delta,
 )
+from privacy_engine.policies import check_policy_against_schema
 from privacy_engine.queries import Count, Histogram, Mean, Query, Sum, query_from_dict
 from privacy_engine.schema import NumericColumn, Schema, schema_from_dict
 
@@ -37,17 +39,30 @@ COUNT_SENSITIVITY = 1
 BLOWFISH_HISTOGRAM_SENSITIVITY = 2
 
 
+def _unconstrained_change(column: NumericColumn) -> float:
+    """How far one replaced record can move a column's clamped sum when nothing constrains it:
+    its range, or its largest magnitude when a missing value (dropped, so contributing 0) may be
+    replaced by a present one."""
+    if column.fill is not None:
+        return column.width
+    return max(column.width, column.max_magnitude)
+
+
 def _blowfish_sum(columns: Mapping[str, NumericColumn], policy: Any) -> float:
-    widths = {name: column.width for name, column in columns.items()}
+    # Columns a partition or distance policy names are constrained along its edges; a missing
+    # value has no distance to a number, so missing-versus-present is not an edge there (and is
+    # not protected, which the wizard says). Every other column may change arbitrarily.
+    widths = {name: _unconstrained_change(column) for name, column in columns.items()}
+    ranges = {name: column.width for name, column in columns.items()}
     if isinstance(policy, FullDomain | CategoricalPartition):
         return math.fsum(widths.values())
     if isinstance(policy, RangePartition):
         return math.fsum(
-            min(policy.width, width) if name == policy.column else width
+            min(policy.width, ranges[name]) if name == policy.column else width
             for name, width in widths.items()
         )
     if isinstance(policy, DistanceThreshold):
-        named = [w for name, w in widths.items() if name in policy.columns]
+        named = [ranges[name] for name in widths if name in policy.columns]
         free = [w for name, w in widths.items() if name not in policy.columns]
         constrained = min(policy.theta, math.fsum(named)) if named else 0.0
         return constrained + math.fsum(free)
@@ -115,7 +130,9 @@ def sensitivity(
     engine's typed objects.
     """
     schema = schema_from_dict(schema)
-    definition = definition_from_dict(definition)
+    definition = definition_from_dict(with_default_delta(definition, schema.declared_size))
+    if isinstance(definition, Blowfish):
+        check_policy_against_schema(definition.policy, schema)
     query = query_from_dict(query, schema)
     # With a person key, one protected unit is up to c rows.
     c = schema.rows_per_person

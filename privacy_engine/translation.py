@@ -89,7 +89,11 @@ def blowfish_explanation(policy: dict, epsilon: float) -> dict[str, list[str]]:
                 f"A person's exact {policy['column']} within its range of width "
                 f"{policy['width']:g}, at ε = {epsilon:g}."
             ],
-            "not_protected": [f"Which range of {policy['column']} each person is in.", always],
+            "not_protected": [
+                f"Which range of {policy['column']} each person is in, and whether "
+                "the value is missing (unless a fill value is declared).",
+                always,
+            ],
         }
     if graph == "distance_threshold":
         columns = policy.get("columns") or [policy.get("column")]

@@ -19,6 +19,12 @@ from accounts.roles import Role, user_has_role
 from privacy_engine import EngineValidationError, accuracy_curve, truth_probability_to_epsilon
 from privacy_engine.definitions import MAX_EPSILON, MIN_EPSILON, default_delta
 from privacy_engine.desiderata import desiderata_table
+from privacy_engine.guidance import (
+    HARM_EPSILON,
+    RELEASES_FACTOR,
+    simulated_preview,
+    suggest_starting_point,
+)
 from privacy_engine.translation import blowfish_explanation, group_privacy
 from releases import selectors
 from releases.forms import (
@@ -243,10 +249,23 @@ def _add_definition_errors(form, errors: dict[str, list[str]]) -> None:
             form.add_error(field if field in form.fields else None, message)
 
 
+def _starting_point(request, dataset):
+    harm, planned = request.GET.get("harm"), request.GET.get("releases")
+    if harm in HARM_EPSILON and planned in RELEASES_FACTOR:
+        return suggest_starting_point(
+            harm=harm, releases=planned, declared_size=dataset.declared_size
+        )
+    return None
+
+
 def _privacy_step(request, dataset, release: Release | None):
     initial = {}
     if release is not None:
         initial = {"title": release.title, **PrivacyStepForm.initial_from(release.definition)}
+    suggestion = _starting_point(request, dataset)
+    if suggestion is not None and request.GET.get("use") == "1":
+        initial["epsilon"] = suggestion.epsilon
+        initial["delta"] = suggestion.delta
     columns = [
         name
         for name, spec in (dataset.schema or {}).get("columns", {}).items()
@@ -283,6 +302,10 @@ def _privacy_step(request, dataset, release: Release | None):
             "form": form,
             "spent_and_reserved": epsilon_spent_and_reserved(dataset),
             "desiderata": desiderata_table(),
+            "starting_point": suggestion,
+            "harm_choices": list(HARM_EPSILON),
+            "releases_choices": list(RELEASES_FACTOR),
+            "questionnaire": request.GET,
             "default_delta": default_delta(dataset.declared_size),
             "declared_size": dataset.declared_size,
             "ledger": dataset.get_ledger_kind_display() if dataset.ledger_kind else None,
@@ -447,7 +470,11 @@ def wizard_preview(request, pk: int):
             for index, row in enumerate(rows)
         ],
     }
+    simulated = simulated_preview(
+        schema=release.dataset.schema, definition=release.definition, queries=release.queries
+    )
     context = _wizard_context(release, release.dataset, "preview")
+    context["simulated"] = simulated
     context.update(
         {
             "rows": rows,

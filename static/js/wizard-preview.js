@@ -17,3 +17,42 @@
     legend: { orientation: "h", y: -0.25 }
   }, { responsive: true, displaylogo: false });
 }());
+
+// Simulated-table preview: simulated truth next to one noisy draw, per statistic.
+(function () {
+  "use strict";
+  var source = document.getElementById("simulated-data");
+  var container = document.getElementById("simulated-charts");
+  if (!source || !container || !window.Plotly) { return; }
+  JSON.parse(source.textContent).forEach(function (stat, index) {
+    var title = stat.kind + (stat.column ? " of " + stat.column : "");
+    var target = document.createElement("div");
+    target.className = "chart";
+    target.id = "simulated-" + index;
+    target.setAttribute("role", "img");
+    target.setAttribute("aria-label", "Simulated " + title + " before and after noise");
+    container.appendChild(target);
+    var labels, truth, noisy, minus, plus;
+    if (stat.noisy !== null && typeof stat.noisy === "object") {
+      labels = Object.keys(stat.noisy);
+      truth = labels.map(function (k) { return stat.simulated[k]; });
+      noisy = labels.map(function (k) { return stat.noisy[k]; });
+      minus = labels.map(function (k) { return stat.noisy[k] - stat.ci95[k][0]; });
+      plus = labels.map(function (k) { return stat.ci95[k][1] - stat.noisy[k]; });
+    } else {
+      labels = [title];
+      truth = [stat.simulated];
+      noisy = [stat.noisy];
+      minus = [stat.noisy - stat.ci95[0]];
+      plus = [stat.ci95[1] - stat.noisy];
+    }
+    window.Plotly.newPlot(target, [
+      { type: "bar", name: "simulated table", x: labels, y: truth, marker: { color: "#b8c4dc" } },
+      { type: "bar", name: "with this release's noise", x: labels, y: noisy, marker: { color: "#2457c5" },
+        error_y: { type: "data", symmetric: false, array: plus, arrayminus: minus } }
+    ], {
+      title: { text: title, font: { size: 14 } }, barmode: "group", height: 280,
+      margin: { t: 40, r: 10, b: 40, l: 55 }, legend: { orientation: "h", y: -0.2 }
+    }, { responsive: true, displaylogo: false });
+  });
+}());
