@@ -22,7 +22,6 @@ from privacy_engine.desiderata import desiderata_table
 from privacy_engine.guidance import (
     HARM_EPSILON,
     RELEASES_FACTOR,
-    simulated_preview,
     suggest_starting_point,
 )
 from privacy_engine.translation import blowfish_explanation, group_privacy
@@ -44,6 +43,7 @@ from releases.services.errors import Conflict, ValidationFailed
 from releases.services.releases import (
     release_draft_create,
     release_draft_update,
+    release_simulated_preview,
     release_submit,
     release_warnings,
 )
@@ -415,6 +415,8 @@ def wizard_statistics(request, pk: int):
 
 def _sentence(entry: dict, declared_size: int | None) -> str:
     half = entry["ci95_halfwidth"]
+    if entry["mechanism"].startswith("none"):
+        return "Published exactly: the number of records is public under this definition."
     if half is None:
         return "Declare an approximate number of records to see how accurate this mean will be."
     amount = f"{half:,.0f}" if half >= 10 else f"{half:,.2f}"
@@ -470,9 +472,7 @@ def wizard_preview(request, pk: int):
             for index, row in enumerate(rows)
         ],
     }
-    simulated = simulated_preview(
-        schema=release.dataset.schema, definition=release.definition, queries=release.queries
-    )
+    simulated = release_simulated_preview(release)
     context = _wizard_context(release, release.dataset, "preview")
     context["simulated"] = simulated
     context.update(

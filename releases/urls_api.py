@@ -36,5 +36,11 @@ urlpatterns = [
     ),
     path("audit/events/", views.AuditEventListApi.as_view(), name="api-audit-events"),
     path("translate/", views.TranslateApi.as_view(), name="api-translate"),
+    path("guidance/starting-point/", views.StartingPointApi.as_view(), name="api-starting-point"),
+    path(
+        "releases/<int:release_id>/simulated-preview/",
+        views.ReleaseSimulatedPreviewApi.as_view(),
+        name="api-release-simulated-preview",
+    ),
     path("audit/verify/", views.AuditVerifyApi.as_view(), name="api-audit-verify"),
 ]

@@ -18,6 +18,7 @@ from privacy_engine import (
     posterior_bound,
     truth_probability_to_epsilon,
 )
+from privacy_engine.guidance import suggest_starting_point
 from releases import selectors
 from releases.apis.pagination import Pagination
 from releases.models import Dataset, Release, ReleaseFile
@@ -28,6 +29,7 @@ from releases.services.errors import ValidationFailed
 from releases.services.releases import (
     release_draft_create,
     release_epsilon_for_accuracy,
+    release_simulated_preview,
     release_submit,
     release_warnings,
 )
@@ -436,3 +438,44 @@ class AccuracySolverApi(APIView):
             ci95_halfwidth=float(target),
         )
         return Response({"epsilon": epsilon, "ci95_halfwidth": float(target)})
+
+
+class StartingPointApi(APIView):
+    """A suggested starting ε (and δ) from two questions, with its reasoning; no data."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    def get(self, request):
+        params = request.query_params
+        declared_size = params.get("declared_size")
+        if declared_size is not None and not re.fullmatch(r"[0-9]+", declared_size):
+            raise ValidationFailed({"declared_size": ["must be a positive whole number"]})
+        try:
+            point = suggest_starting_point(
+                harm=params.get("harm", ""),
+                releases=params.get("releases", ""),
+                declared_size=int(declared_size) if declared_size else None,
+            )
+        except ValueError as error:
+            field = "harm" if "harm" in str(error) else "releases"
+            raise ValidationFailed({field: [str(error)]}) from None
+        return Response(
+            {"epsilon": point.epsilon, "delta": point.delta, "reasons": list(point.reasons)}
+        )
+
+
+class ReleaseSimulatedPreviewApi(APIView):
+    """A draft's statistics on a simulated table of the declared shape, before and after one
+    draw of the noise it would add. Never reads the real data; spends no budget."""
+
+    permission_classes = [IsCurator]
+
+    def get(self, request, release_id: int):
+        release = get_object_or_404(selectors.release_list_owned(user=request.user), pk=release_id)
+        simulated = release_simulated_preview(release)
+        if simulated is None:
+            raise ValidationFailed(
+                {"declared_size": ["declare the table's approximate size to simulate it"]}
+            )
+        return Response({"results": simulated})

@@ -18,6 +18,7 @@ from privacy_engine import (
     plan_release,
 )
 from privacy_engine.definitions import delta_warnings
+from privacy_engine.guidance import simulated_preview
 from privacy_engine.queries import query_to_dict
 from releases.models import Dataset, LedgerEntry, Release, ReleaseSeries
 from releases.selectors import dataset_budget
@@ -168,6 +169,13 @@ def release_epsilon_for_accuracy(
         )
     except EngineValidationError as error:
         raise ValidationFailed(error.errors) from None
+
+
+def release_simulated_preview(release: Release) -> list[dict] | None:
+    """The draft on a simulated table of its dataset's declared shape (see the engine)."""
+    return simulated_preview(
+        schema=release.dataset.schema, definition=release.definition, queries=release.queries
+    )
 
 
 def release_warnings(release: Release) -> list[str]:

@@ -25,7 +25,16 @@ def test_blowfish_distance_threshold_preview_sits_beside_epsilon_dp(page, live_s
     page.get_by_label("Password").fill("pw-test-12345")
     page.get_by_role("button", name="Log in").click()
 
-    # when they choose Blowfish with a distance threshold of 5 on age
+    # when they ask the questionnaire for a starting point and take it
+    page.get_by_text("Not sure where to start?").click()
+    page.get_by_label("How harmful would disclosing one person's data be?").select_option("severe")
+    page.get_by_label("How many releases of this table are planned?").select_option("few")
+    page.get_by_role("button", name="Suggest").click()
+    assert "ε = 0.125" in page.inner_text("#suggestion")
+    page.get_by_role("link", name="Use this ε").click()
+    assert page.input_value("#id_epsilon") == "0.125"
+
+    # and choose Blowfish with a distance threshold of 5 on age
     page.get_by_label("Release title").fill("Ages under Blowfish")
     page.get_by_label("Blowfish privacy with a policy").check()
     expect(page.locator("#delta-section")).to_be_hidden()
@@ -65,5 +74,6 @@ def test_blowfish_distance_threshold_preview_sits_beside_epsilon_dp(page, live_s
     table = page.inner_text("#preview")
     assert "Same ε under ε-DP" in table
     assert "sensitivity 100" in table
+    page.wait_for_selector("#simulated-charts .main-svg")
     screenshot(page, "wizard-blowfish-preview")
     assert page.console_errors == []

@@ -108,6 +108,18 @@ ENDPOINTS = {
     "audit-events": ("get", lambda w: "/api/v1/audit/events/", None, None),
     "audit-verify": ("get", lambda w: "/api/v1/audit/verify/", None, None),
     "translate": ("get", lambda w: "/api/v1/translate/?epsilon=0.1", None, None),
+    "starting-point": (
+        "get",
+        lambda w: "/api/v1/guidance/starting-point/?harm=severe&releases=few",
+        None,
+        None,
+    ),
+    "simulated-preview": (
+        "get",
+        lambda w: f"/api/v1/releases/{w.draft.pk}/simulated-preview/",
+        None,
+        None,
+    ),
     "dataset-accuracy": (
         "post",
         lambda w: f"/api/v1/datasets/{w.dataset.pk}/accuracy/",
@@ -133,6 +145,8 @@ EXPECTED = {
     "audit-verify": (401, 403, 403, 200),
     "translate": (200, 200, 200, 200),
     "dataset-accuracy": (401, 200, 404, 403),
+    "starting-point": (200, 200, 200, 200),
+    "simulated-preview": (401, 200, 404, 403),
 }
 ROLES = ("anonymous", "curator", "other_curator", "compliance")
 MATRIX = [

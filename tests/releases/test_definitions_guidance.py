@@ -61,3 +61,50 @@ def test_accuracy_first_solver_refuses_an_impossible_target_naming_the_field(
     # then
     assert response.status_code == 400
     assert list(response.json()["errors"]) == ["ci95_halfwidth"]
+
+
+def test_starting_point_suggests_epsilon_with_reasons(anonymous_client):
+    # when severe harm and a few planned releases
+    response = anonymous_client.get(
+        "/api/v1/guidance/starting-point/?harm=severe&releases=few&declared_size=10000"
+    )
+
+    # then half of the severe-harm total, δ = 1/n², and one reason per factor
+    assert response.status_code == 200
+    body = response.json()
+    assert body["epsilon"] == 0.125
+    assert body["delta"] == 1e-8
+    assert len(body["reasons"]) == 3
+
+
+def test_starting_point_refuses_unknown_answers_naming_the_field(anonymous_client):
+    # when
+    response = anonymous_client.get("/api/v1/guidance/starting-point/?harm=awful&releases=few")
+
+    # then
+    assert response.status_code == 400
+    assert list(response.json()["errors"]) == ["harm"]
+
+
+def test_simulated_preview_uses_the_declared_shape_not_the_data(curator_client, dataset):
+    # given a draft with a histogram of sex (the real table has F, M and an unknown X)
+    draft = curator_client.post(
+        "/api/v1/releases/",
+        {
+            "dataset": dataset.pk,
+            "title": "Sexes",
+            "definition": {"kind": "pure_dp", "epsilon": 1},
+            "queries": [{"kind": "count"}, {"kind": "histogram", "column": "sex"}],
+        },
+        format="json",
+    ).json()
+
+    # when
+    response = curator_client.get(f"/api/v1/releases/{draft['id']}/simulated-preview/")
+
+    # then the simulated table has the declared size, spread evenly over the declared categories
+    assert response.status_code == 200
+    count, histogram = response.json()["results"]
+    assert count["simulated"] == dataset.declared_size
+    assert histogram["simulated"] == {"F": 3, "M": 2}
+    assert set(histogram["noisy"]) == {"F", "M"}
