@@ -447,8 +447,8 @@ def epsilon_for_accuracy(
     """Accuracy first: the smallest ε (to 0.1%) at which this statistic, released alone under the
     definition, has a 95% half-width of at most ``ci95_halfwidth``. The reverse is
     :func:`preview`. Raises :class:`EngineValidationError` if no allowed ε is accurate enough."""
-    if not math.isfinite(ci95_halfwidth) or ci95_halfwidth <= 0:
-        raise EngineValidationError.single("ci95_halfwidth", "must be a number greater than 0")
+    if not math.isfinite(ci95_halfwidth) or ci95_halfwidth < 0:
+        raise EngineValidationError.single("ci95_halfwidth", "must be a number ≥ 0")
     plan = plan_release(schema=schema, definition=definition, queries=[query])
     (statistic,) = plan.statistics
     if statistic.epsilon_spent == 0:

@@ -15,6 +15,7 @@ from accounts.permissions import IsCompliance, IsCurator, IsCuratorOrCompliance
 from accounts.services import auth_token_obtain
 from privacy_engine import (
     epsilon_to_truth_probability,
+    group_privacy,
     posterior_bound,
     truth_probability_to_epsilon,
 )
@@ -382,7 +383,7 @@ class TranslateApi(APIView):
         params = request.query_params
         errors: dict[str, list[str]] = {}
         values: dict[str, float] = {}
-        for name in ("epsilon", "truth_probability", "prior"):
+        for name in ("epsilon", "truth_probability", "prior", "delta", "group_size"):
             if params.get(name) not in (None, ""):
                 try:
                     values[name] = float(params[name])
@@ -401,17 +402,26 @@ class TranslateApi(APIView):
                 raise ValidationFailed({"epsilon": ["give epsilon or truth_probability"]})
             prior = values.get("prior", 0.1)
             posterior = posterior_bound(prior=prior, epsilon=epsilon)
-        except ValueError as error:
-            field = (
-                "prior"
-                if "prior" in str(error)
-                else ("epsilon" if "epsilon" in values else "truth_probability")
+            group_size = values.get("group_size", 2.0)
+            if not group_size.is_integer():
+                raise ValueError("group size must be a whole number ≥ 1")
+            group_epsilon, group_delta = group_privacy(
+                group_size=int(group_size), epsilon=epsilon, delta=values.get("delta", 0.0)
             )
-            raise ValidationFailed({field: [str(error)]}) from None
+        except ValueError as error:
+            message = str(error)
+            field = next(
+                (name for name in ("prior", "group size", "delta") if name in message),
+                "epsilon" if "epsilon" in values else "truth_probability",
+            ).replace("group size", "group_size")
+            raise ValidationFailed({field: [message]}) from None
         return Response(
             {
                 "epsilon": epsilon,
                 "truth_probability": probability,
+                "group_size": int(group_size),
+                "group_epsilon": group_epsilon,
+                "group_delta": group_delta,
                 "prior": prior,
                 "posterior": posterior,
             }

@@ -33,7 +33,27 @@
 
   function percent(x) { return (100 * x).toFixed(2) + "%"; }
 
+  var groupInput = document.getElementById("group-size");
+  var groupView = document.getElementById("group-view");
+  var deltaInput = document.getElementById("id_delta");
+
+  function showGroup(epsilon) {
+    if (!groupInput || !groupView) { return; }
+    var size = parseInt(groupInput.value, 10);
+    if (!(size >= 1)) { return; }
+    var kind = form.querySelector("input[name=definition_kind]:checked");
+    var withDelta = kind && kind.value === "approx_dp" && parseFloat(deltaInput.value) > 0;
+    var params = { epsilon: String(epsilon), group_size: String(size) };
+    if (withDelta) { params.delta = deltaInput.value; }
+    translate(params).then(function (result) {
+      groupView.textContent = "A group of " + result.group_size + " is protected at ε = " +
+        result.group_epsilon.toFixed(4) +
+        (withDelta ? ", δ = " + result.group_delta.toPrecision(3) : "") + ".";
+    }).catch(function () {});
+  }
+
   function show(result) {
+    showGroup(result.epsilon);
     oddsView.textContent = "After this release they can be at most " + percent(result.posterior) +
       " sure (from " + percent(result.prior) + "), whatever they knew before.";
     var left = remaining - result.epsilon;
@@ -72,6 +92,8 @@
   epsilonInput.addEventListener("input", debounce(fromEpsilon));
   probabilityInput.addEventListener("input", debounce(fromProbability));
   priorInput.addEventListener("input", debounce(fromEpsilon));
+  if (groupInput) { groupInput.addEventListener("input", debounce(fromEpsilon)); }
+  if (deltaInput) { deltaInput.addEventListener("input", debounce(fromEpsilon)); }
   if (!epsilonInput.value) { epsilonInput.value = "0.5"; }
   fromEpsilon();
 }());

@@ -123,6 +123,7 @@ def test_curator_uploads_declares_drafts_previews_and_publishes(
     page.get_by_label("ε for this release").fill("1")
     page.wait_for_function("document.getElementById('id_truth_probability').value === '0.73106'")
     assert "at most" in page.inner_text("#odds-view")
+    expect(page.locator("#group-view")).to_contain_text("A group of 2 is protected at ε = 2.0000")
     screenshot(page, "wizard-privacy")
     page.get_by_role("button", name="Save and choose statistics →").click()
 

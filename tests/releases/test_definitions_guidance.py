@@ -108,3 +108,21 @@ def test_simulated_preview_uses_the_declared_shape_not_the_data(curator_client, 
     assert count["simulated"] == dataset.declared_size
     assert histogram["simulated"] == {"F": 3, "M": 2}
     assert set(histogram["noisy"]) == {"F", "M"}
+
+
+def test_translate_gives_group_privacy_with_delta(anonymous_client):
+    # when a group of 3 under (0.1, 10⁻⁶)
+    body = anonymous_client.get("/api/v1/translate/?epsilon=0.1&group_size=3&delta=1e-6").json()
+
+    # then (c·ε, c·e^{(c−1)ε}·δ)
+    assert body["group_epsilon"] == pytest.approx(0.3)
+    assert body["group_delta"] == pytest.approx(3 * math.exp(0.2) * 1e-6)
+
+
+def test_translate_refuses_a_fractional_group_naming_the_field(anonymous_client):
+    # when
+    response = anonymous_client.get("/api/v1/translate/?epsilon=0.1&group_size=2.5")
+
+    # then
+    assert response.status_code == 400
+    assert list(response.json()["errors"]) == ["group_size"]
