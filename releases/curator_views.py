@@ -96,6 +96,7 @@ def dataset_upload(request):
                 name=request.POST.get("name", ""),
                 upload=request.FILES.get("file"),
                 budget_epsilon=request.POST.get("budget_epsilon"),
+                budget_delta=request.POST.get("budget_delta"),
                 declared_size=request.POST.get("declared_size"),
             )
         except ValidationFailed as error:
@@ -176,7 +177,7 @@ def dataset_detail(request, pk: int):
             else:
                 messages.success(request, "Schema saved.")
                 return redirect("dataset-detail", pk=dataset.pk)
-    epsilon, _ = selectors.dataset_budget(dataset)
+    epsilon, delta_budget = selectors.dataset_budget(dataset)
     releases = dataset.releases.select_related("series").order_by("-created_at")
     schema = dataset.schema or {}
     rows_per_person = schema.get("max_rows_per_person", 1) if schema.get("person_key") else 1
@@ -189,6 +190,7 @@ def dataset_detail(request, pk: int):
             "column_forms": column_forms,
             "locked": locked,
             "suggestion": suggestion,
+            "delta_budget": delta_budget,
             "identifier_columns": [
                 c["name"]
                 for c in dataset.columns

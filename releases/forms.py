@@ -28,6 +28,15 @@ class DatasetUploadForm(forms.Form):
         decimal_places=12,
         help_text="All releases of this table together may spend at most this much ε.",
     )
+    budget_delta = forms.DecimalField(
+        label="Total δ budget (for (ε, δ)-DP releases)",
+        min_value=0,
+        initial=0,
+        max_digits=24,
+        decimal_places=12,
+        required=False,
+        help_text="Leave 0 to allow only releases that never fail (ε-DP and Blowfish).",
+    )
     declared_size = forms.IntegerField(
         label="Approximate number of records",
         min_value=1,

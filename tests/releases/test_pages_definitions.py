@@ -1,0 +1,145 @@
+"""The privacy step's definition choices through the page forms."""
+
+import pytest
+from django.urls import reverse
+
+from releases.models import Dataset, Release
+from releases.services.datasets import dataset_create, dataset_schema_update
+from tests.conftest import CLINIC_SCHEMA, csv_upload
+
+
+@pytest.fixture
+def clinic(curator):
+    created = dataset_create(
+        owner=curator,
+        name="Clinic",
+        upload=csv_upload(),
+        budget_epsilon="2",
+        budget_delta="0.001",
+        declared_size=500,
+    )
+    return dataset_schema_update(
+        dataset=created, user=curator, schema={**CLINIC_SCHEMA, "declared_size": 500}
+    )
+
+
+def start(client, dataset, **fields):
+    data = {"title": "Clinic 2026", "epsilon": "1", **fields}
+    return client.post(reverse("wizard-start", kwargs={"dataset_pk": dataset.pk}), data)
+
+
+def test_upload_form_sets_the_delta_budget(client, curator):
+    # given
+    client.force_login(curator)
+
+    # when
+    response = client.post(
+        reverse("dataset-upload"),
+        {
+            "name": "With δ",
+            "file": csv_upload(),
+            "budget_epsilon": "1",
+            "budget_delta": "0.0001",
+        },
+    )
+
+    # then
+    assert response.status_code == 302
+    assert str(Dataset.objects.get(name="With δ").budget_delta.normalize()) == "0.0001"
+
+
+def test_privacy_step_creates_an_approx_dp_draft_with_the_default_delta(client, curator, clinic):
+    # given
+    client.force_login(curator)
+
+    # when δ is left empty
+    response = start(client, clinic, definition_kind="approx_dp")
+
+    # then the engine's default for 500 records applies: min(1e-6, 1/500²) = 1e-6
+    assert response.status_code == 302
+    release = Release.objects.get()
+    assert release.definition == {"kind": "approx_dp", "epsilon": 1.0, "delta": 1e-6}
+
+
+def test_privacy_step_creates_a_blowfish_partition_from_the_groups_text(client, curator, clinic):
+    # given
+    client.force_login(curator)
+
+    # when
+    response = start(
+        client,
+        clinic,
+        definition_kind="blowfish",
+        policy_graph="partition_groups",
+        policy_column="sex",
+        policy_groups="F | M",
+    )
+
+    # then
+    assert response.status_code == 302
+    assert Release.objects.get().definition["policy"] == {
+        "graph": "partition",
+        "column": "sex",
+        "groups": [["F"], ["M"]],
+    }
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "message"),
+    [
+        (
+            {"policy_graph": "distance_threshold", "policy_column": "age", "policy_theta": "0"},
+            "policy_theta",
+            "must be a number greater than 0",
+        ),
+        (
+            {"policy_graph": "partition_groups", "policy_column": "sex", "policy_groups": "F"},
+            "policy_groups",
+            "exactly once",
+        ),
+        (
+            {"policy_graph": "partition_width", "policy_column": "sex", "policy_width": "10"},
+            "policy_column",
+            "must be a numeric column",
+        ),
+    ],
+)
+def test_privacy_step_shows_policy_errors_next_to_the_field(
+    client, curator, clinic, fields, field, message
+):
+    # given
+    client.force_login(curator)
+
+    # when
+    response = start(client, clinic, definition_kind="blowfish", **fields)
+
+    # then the page re-renders with the error on that field and nothing is created
+    assert response.status_code == 200
+    assert message in response.context["form"].errors[field][0]
+    assert not Release.objects.exists()
+
+
+def test_privacy_step_refuses_a_delta_above_one_tenth_of_one_over_n(client, curator, clinic):
+    # given 1/(10·500) = 2e-4
+    client.force_login(curator)
+
+    # when
+    response = start(client, clinic, definition_kind="approx_dp", delta="0.001")
+
+    # then
+    assert response.status_code == 200
+    assert "1/(10·n)" in response.context["form"].errors["delta"][0]
+    assert not Release.objects.exists()
+
+
+def test_preview_warns_about_a_delta_above_one_over_n_squared(client, curator, clinic):
+    # given δ = 1e-5 > 1/500² = 4e-6 (allowed, but weaker than the default)
+    client.force_login(curator)
+    start(client, clinic, definition_kind="approx_dp", delta="0.00001")
+    release = Release.objects.get()
+
+    # when
+    response = client.get(reverse("wizard-preview", kwargs={"pk": release.pk}))
+
+    # then
+    assert "publishes each record with probability δ" in response.content.decode()
