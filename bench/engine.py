@@ -76,24 +76,40 @@ def speed(sizes: list[int], runs: int) -> None:
         print(f"{rows:>10} {base:>10.4f} {private:>10.4f} {private / base:>8.1f}")
 
 
+DEFINITIONS = {
+    "ε-DP": DEFINITION,
+    "(ε, δ)-DP": {"kind": "approx_dp", "epsilon": 1.0, "delta": 1e-8},
+    "Blowfish θ=5": {
+        "kind": "blowfish",
+        "epsilon": 1.0,
+        "policy": {"graph": "distance_threshold", "column": "age", "theta": 5},
+    },
+}
+
+
 def accuracy(releases: int) -> None:
+    for label, definition in DEFINITIONS.items():
+        accuracy_of(label, definition, releases)
+
+
+def accuracy_of(label: str, definition: dict, releases: int) -> None:
     frame = table(10000)
     truth = {
         "count": 10000,
         "sum": float(pd.to_numeric(frame["age"]).sum()),
         "mean": float(pd.to_numeric(frame["age"]).mean()),
     }
-    planned = pe.preview(schema=SCHEMA, definition=DEFINITION, queries=QUERIES)
+    planned = pe.preview(schema=SCHEMA, definition=definition, queries=QUERIES)
     errors = {k: [] for k in truth}
     covered = {k: 0 for k in truth}
     for _ in range(releases):
-        result = pe.run_queries(frame, schema=SCHEMA, definition=DEFINITION, queries=QUERIES)
+        result = pe.run_queries(frame, schema=SCHEMA, definition=definition, queries=QUERIES)
         for stat in result.statistics:
             if stat.kind in truth:
                 errors[stat.kind].append(abs(stat.value - truth[stat.kind]))
                 low, high = stat.ci95
                 covered[stat.kind] += low <= truth[stat.kind] <= high
-    print(f"\nAccuracy over {releases} releases of 10,000 rows at ε = 1")
+    print(f"\nAccuracy under {label} over {releases} releases of 10,000 rows at ε = 1")
     print(
         f"{'statistic':>10} {'promised E|err|':>16} {'measured':>10} {'ratio':>7} "
         f"{'95% coverage':>13}"
@@ -104,6 +120,9 @@ def accuracy(releases: int) -> None:
             continue
         measured = statistics.fmean(errors[kind])
         promised = entry["expected_abs_error"]
+        if not promised:
+            print(f"{kind:>10} {'exact':>16} {statistics.fmean(errors[kind]):>10.4f}")
+            continue
         print(
             f"{kind:>10} {promised:>16.4f} {measured:>10.4f} {measured / promised:>7.2f} "
             f"{covered[kind] / releases:>13.3f}"

@@ -61,6 +61,7 @@ class Command(BaseCommand):
                 name=DEMO_DATASET,
                 upload=upload,
                 budget_epsilon="2.0",
+                budget_delta="0.00001",
                 declared_size=2000,
             )
             dataset_schema_update(dataset=dataset, user=curator, schema=DEMO_SCHEMA)
