@@ -49,23 +49,30 @@ def _unconstrained_change(column: NumericColumn) -> float:
 
 
 def _blowfish_sum(columns: Mapping[str, NumericColumn], policy: Any) -> float:
-    # Columns a partition or distance policy names are constrained along its edges; a missing
-    # value has no distance to a number, so missing-versus-present is not an edge there (and is
-    # not protected, which the wizard says). Every other column may change arbitrarily.
+    # A partition or distance policy constrains the columns it names along its edges. It says
+    # nothing about a missing value (dropped, so contributing 0), so where missing values are not
+    # filled with a public constant, missing-to-present stays protected as an arbitrary change:
+    # declaring a fill value is what lets the policy's smaller sensitivity apply.
     widths = {name: _unconstrained_change(column) for name, column in columns.items()}
     ranges = {name: column.width for name, column in columns.items()}
+    unfilled = {
+        name: column.max_magnitude for name, column in columns.items() if column.fill is None
+    }
     if isinstance(policy, FullDomain | CategoricalPartition):
         return math.fsum(widths.values())
     if isinstance(policy, RangePartition):
         return math.fsum(
-            min(policy.width, ranges[name]) if name == policy.column else width
+            max(min(policy.width, ranges[name]), unfilled.get(name, 0.0))
+            if name == policy.column
+            else width
             for name, width in widths.items()
         )
     if isinstance(policy, DistanceThreshold):
-        named = [ranges[name] for name in widths if name in policy.columns]
+        named = [name for name in widths if name in policy.columns]
         free = [w for name, w in widths.items() if name not in policy.columns]
-        constrained = min(policy.theta, math.fsum(named)) if named else 0.0
-        return constrained + math.fsum(free)
+        constrained = min(policy.theta, math.fsum(ranges[name] for name in named)) if named else 0.0
+        missing_to_present = math.fsum(unfilled.get(name, 0.0) for name in named)
+        return max(constrained, missing_to_present) + math.fsum(free)
     if isinstance(policy, AttributeGraph):
         return math.fsum(sorted(widths.values(), reverse=True)[: policy.c])
     raise TypeError(f"unsupported policy {policy!r}")

@@ -59,6 +59,13 @@ def distance_threshold_epsilon(*, distance: float, theta: float, epsilon: float)
     return math.ceil(distance / theta) * epsilon
 
 
+MISSING_NOTE = (
+    "Missing values are not part of the policy's graph: unless a fill value is declared for the "
+    "policy's columns, a missing value becoming present is protected like any change, which "
+    "costs accuracy. Declare a fill value to get the policy's full benefit."
+)
+
+
 def blowfish_explanation(policy: dict, epsilon: float) -> dict[str, list[str]]:
     """What an attacker can and cannot learn under a Blowfish policy, in plain words."""
     graph = policy.get("graph")

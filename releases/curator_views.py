@@ -125,6 +125,7 @@ def _column_forms(dataset, data=None, initial_schema=None):
             "upper": spec.get("upper"),
             "categories": ", ".join(spec.get("categories", [])),
             "other": spec.get("other", ""),
+            "fill": _fill_text(spec.get("fill")),
         }
         forms.append((column, ColumnSchemaForm(data, prefix=f"col{index}", initial=initial)))
     return forms
@@ -355,6 +356,13 @@ def wizard_privacy(request, pk: int):
 def _edge_text(edge: float) -> str:
     """A bin edge as text that parses back to the same float."""
     return str(int(edge)) if float(edge).is_integer() else repr(float(edge))
+
+
+def _fill_text(fill) -> str:
+    """A declared fill value as the schema form shows it."""
+    if fill is None:
+        return ""
+    return _edge_text(fill) if isinstance(fill, float | int) else str(fill)
 
 
 def _usable_columns(release: Release) -> list[str]:

@@ -62,16 +62,31 @@ class ColumnSchemaForm(forms.Form):
         label="Bucket for other values",
         help_text="Leave empty to drop values outside the list.",
     )
+    fill = forms.CharField(
+        required=False,
+        label="Fill missing values with",
+        help_text="A public constant (a number within the bounds, or a declared category); "
+        "leave empty to drop missing values.",
+    )
 
     def to_spec(self) -> dict:
         data = self.cleaned_data
+        fill = (data.get("fill") or "").strip()
         if data["kind"] == "numeric":
-            return {"kind": "numeric", "lower": data["lower"], "upper": data["upper"]}
+            spec = {"kind": "numeric", "lower": data["lower"], "upper": data["upper"]}
+            if fill:
+                try:
+                    spec["fill"] = float(fill)
+                except ValueError:
+                    spec["fill"] = fill  # refused by the engine, naming the field
+            return spec
         if data["kind"] == "categorical":
             categories = [c.strip() for c in (data["categories"] or "").split(",") if c.strip()]
             spec: dict = {"kind": "categorical", "categories": categories}
             if data["other"].strip():
                 spec["other"] = data["other"].strip()
+            if fill:
+                spec["fill"] = fill
             return spec
         return {"kind": "identifier"}
 

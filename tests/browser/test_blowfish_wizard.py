@@ -18,7 +18,16 @@ def test_blowfish_distance_threshold_preview_sits_beside_epsilon_dp(page, live_s
         owner=curator, name="Clinic", upload=csv_upload(), budget_epsilon="2", declared_size=500
     )
     dataset_schema_update(
-        dataset=dataset, user=curator, schema={**CLINIC_SCHEMA, "declared_size": 500}
+        dataset=dataset,
+        user=curator,
+        schema={
+            **CLINIC_SCHEMA,
+            "declared_size": 500,
+            "columns": {
+                **CLINIC_SCHEMA["columns"],
+                "age": {"kind": "numeric", "lower": 0, "upper": 100, "fill": 0},
+            },
+        },
     )
     page.goto(f"{live_server.url}/accounts/login/?next=/datasets/{dataset.pk}/releases/new/")
     page.get_by_label("Username").fill("curator1")

@@ -25,10 +25,12 @@ from privacy_engine import (
     sensitivity,
 )
 
+# The article's data has no missing values: declaring a fill makes that a public fact, so the
+# policies' own sensitivities apply (without it, missing-to-present is covered; tested below).
 SCHEMA = {
     "columns": {
-        "age": {"kind": "numeric", "lower": 0, "upper": 100},
-        "income": {"kind": "numeric", "lower": 0, "upper": 1000},
+        "age": {"kind": "numeric", "lower": 0, "upper": 100, "fill": 0},
+        "income": {"kind": "numeric", "lower": 0, "upper": 1000, "fill": 0},
         "sex": {"kind": "categorical", "categories": ["F", "M", "X"]},
         "name": {"kind": "identifier"},
     },
@@ -126,7 +128,7 @@ def test_facade_sensitivity_pins_the_articles_numbers(query, definition, expecte
 
 def test_facade_accepts_typed_blowfish_objects():
     # given
-    schema = Schema(columns={"age": NumericColumn(lower=0, upper=100)})
+    schema = Schema(columns={"age": NumericColumn(lower=0, upper=100, fill=0.0)})
     definition = Blowfish(epsilon=1.0, policy=DistanceThreshold(columns=("age",), theta=5.0))
 
     # when
@@ -614,3 +616,21 @@ def test_malformed_definition_and_query_are_reported_together():
 
     # then
     assert sorted(errors) == ["definition.policy.c", "queries.0.column"]
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        {"graph": "distance_threshold", "column": "age", "theta": 5},
+        {"graph": "partition", "column": "age", "width": 10},
+    ],
+)
+def test_without_a_fill_a_missing_age_becoming_present_is_still_covered(policy):
+    # given age whose missing values are dropped (contributing 0 to the sum)
+    schema = {"columns": {"age": {"kind": "numeric", "lower": 0, "upper": 100}}}
+
+    # when
+    value = sensitivity(query=SUM_AGE, schema=schema, definition=blowfish(policy))
+
+    # then a replacement from missing to 100 moves the sum by 100
+    assert value == 100.0

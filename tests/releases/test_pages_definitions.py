@@ -143,3 +143,67 @@ def test_preview_warns_about_a_delta_above_one_over_n_squared(client, curator, c
 
     # then
     assert "publishes each record with probability δ" in response.content.decode()
+
+
+def test_schema_form_saves_fill_values_and_keeps_them_on_a_second_save(client, curator):
+    # given a fresh upload of the clinic table (columns name, age, sex, visits)
+    client.force_login(curator)
+    dataset = dataset_create(owner=curator, name="Fresh", upload=csv_upload(), budget_epsilon="1")
+    url = reverse("dataset-detail", kwargs={"pk": dataset.pk})
+    form = {
+        "col0-kind": "identifier",
+        "col1-kind": "numeric",
+        "col1-lower": "0",
+        "col1-upper": "100",
+        "col1-fill": "0",
+        "col2-kind": "categorical",
+        "col2-categories": "F, M",
+        "col2-fill": "F",
+        "col3-kind": "numeric",
+        "col3-lower": "0",
+        "col3-upper": "10",
+        "action": "save",
+    }
+
+    # when the schema is saved, and the page's own form is saved again unchanged
+    client.post(url, form)
+    page = client.get(url)
+    again = {
+        f"col{i}-{field}": page.context["column_forms"][i][1].initial.get(field) or ""
+        for i in range(4)
+        for field in ("kind", "lower", "upper", "categories", "other", "fill")
+    }
+    client.post(url, {**again, "action": "save"})
+
+    # then the fill values are still declared
+    columns = Dataset.objects.get(pk=dataset.pk).schema["columns"]
+    assert columns["age"]["fill"] == 0.0
+    assert columns["sex"]["fill"] == "F"
+    assert "fill" not in columns["visits"]
+
+
+def test_schema_form_refuses_a_fill_outside_the_bounds_next_to_the_field(client, curator):
+    # given
+    client.force_login(curator)
+    dataset = dataset_create(owner=curator, name="Fresh", upload=csv_upload(), budget_epsilon="1")
+
+    # when
+    response = client.post(
+        reverse("dataset-detail", kwargs={"pk": dataset.pk}),
+        {
+            "col0-kind": "identifier",
+            "col1-kind": "numeric",
+            "col1-lower": "0",
+            "col1-upper": "100",
+            "col1-fill": "200",
+            "col2-kind": "identifier",
+            "col3-kind": "identifier",
+            "action": "save",
+        },
+    )
+
+    # then
+    assert response.status_code == 200
+    age_form = response.context["column_forms"][1][1]
+    assert age_form.errors["fill"] == ["the fill value must lie within the bounds"]
+    assert Dataset.objects.get(pk=dataset.pk).schema == {}
