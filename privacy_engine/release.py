@@ -172,6 +172,8 @@ class StatisticResult:
     rule: str | None
     columns: list[str] | None = None
     accounting: str | None = None
+    # For statistics built from several noisy answers (a mean), each part's mechanism.
+    parts: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -190,6 +192,8 @@ class StatisticResult:
             out["columns"] = self.columns
         if self.accounting is not None:
             out["accounting"] = self.accounting
+        if self.parts is not None:
+            out["parts"] = self.parts
         return out
 
 
@@ -645,7 +649,18 @@ def _run_one(planned: PlannedStatistic, frame: pd.DataFrame, schema: Schema) -> 
         interval = [max(column.lower, mean - spread), min(column.upper, mean + spread)]
     else:
         interval = [column.lower, column.upper]
-    return StatisticResult(value=mean, ci95=interval, rule=column.rule(), **common)
+    parts = [
+        {
+            "role": role,
+            "mechanism": m.name,
+            "epsilon": m.epsilon_spent,
+            "delta": m.delta_spent,
+            "sensitivity": m.sensitivity,
+            "noise_scale": m.scale,
+        }
+        for role, m in (("sum", sum_part), ("count", count_part))
+    ]
+    return StatisticResult(value=mean, ci95=interval, rule=column.rule(), parts=parts, **common)
 
 
 def run_queries(

@@ -41,6 +41,7 @@ from releases.services.datasets import (
 )
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.releases import (
+    release_charge_preview,
     release_draft_create,
     release_draft_update,
     release_simulated_preview,
@@ -517,11 +518,9 @@ def wizard_confirm(request, pk: int):
         else:
             return redirect("release-status", pk=release.pk)
     context = _wizard_context(release, release.dataset, "confirm")
-    epsilon = release.definition["epsilon"]
     context.update(
         {
-            "epsilon": epsilon,
-            "leaves": context["budget"].remaining - Decimal(repr(epsilon)),
+            "charge": release_charge_preview(release=release),
             "rows": [
                 {**entry, "label": STATISTIC_LABELS[entry["kind"]]} for entry in release.preview
             ],

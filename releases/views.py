@@ -41,7 +41,8 @@ def _chart_data(statistics: list[dict]) -> list[dict]:
             charts.append(
                 {
                     "id": f"chart-{index}",
-                    "title": f"{stat['kind']} of {stat['column']}",
+                    "title": f"{stat['kind']} of {stat['label']}",
+                    "axis": "published count" if stat["kind"] == "histogram" else "published sum",
                     "labels": labels,
                     "values": values,
                     "minus": [
@@ -62,6 +63,22 @@ def catalog_version(request, slug: str, version: int):
     statistics = [a.statistic for a in release.answers.order_by("position")]
     for index, stat in enumerate(statistics):
         stat["chart_id"] = f"chart-{index}" if isinstance(stat["value"], dict) else None
+        stat["label"] = stat["column"] or ", ".join(stat.get("columns") or [])
+        # Rows built here, not looked up in the template: a category named like a dict method
+        # ("items", "keys") would otherwise shadow it.
+        stat["cells"] = (
+            [
+                {
+                    "label": label,
+                    "value": value,
+                    "low": stat["ci95"][label][0],
+                    "high": stat["ci95"][label][1],
+                }
+                for label, value in stat["value"].items()
+            ]
+            if isinstance(stat["value"], dict)
+            else None
+        )
     files = [
         {
             "format": f.format,

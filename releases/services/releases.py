@@ -190,6 +190,61 @@ def _format_amount(amount: Decimal) -> str:
     return format(amount.normalize(), "f")
 
 
+def _charge(dataset: Dataset, plan) -> tuple[Ledger, Decimal, Decimal]:
+    """The dataset's ledger (or the one this release would fix) and what the release costs on it;
+    :class:`Conflict` when the release cannot be accounted there."""
+    ledger = (
+        Ledger(kind=dataset.ledger_kind, policy=dataset.ledger_policy)
+        if dataset.ledger_kind
+        else ledger_for(plan.definition)
+    )
+    try:
+        epsilon, delta = ledger_charge(
+            definition=plan.definition,
+            epsilon=plan.epsilon_spent,
+            delta=plan.delta_spent,
+            ledger=ledger,
+        )
+    except IncompatibleLedger as error:
+        raise Conflict(str(error)) from None
+    return ledger, epsilon, delta
+
+
+def release_charge_preview(*, release: Release) -> dict[str, Any]:
+    """What submitting this draft would charge, on which ledger, and what it would leave; or the
+    reason it cannot be submitted. Reads no data and reserves nothing."""
+    dataset = release.dataset
+    epsilon_budget, _ = dataset_budget(dataset)
+    try:
+        plan = _plan(dataset, release.definition, release.queries)
+        ledger, epsilon, delta = _charge(dataset, plan)
+    except (ValidationFailed, Conflict) as error:
+        detail = (
+            error.detail
+            if isinstance(error, Conflict)
+            else "; ".join(message for messages in error.errors.values() for message in messages)
+        )
+        return {
+            "error": detail,
+            "epsilon": Decimal(0),
+            "delta": Decimal(0),
+            "ledger": "",
+            "note": "",
+            "leaves": epsilon_budget.remaining,
+        }
+    note = ""
+    if ledger.kind == "blowfish" and release.definition["kind"] != "blowfish":
+        note = "a differential-privacy release on a Blowfish budget is charged 2ε"
+    return {
+        "error": "",
+        "epsilon": epsilon,
+        "delta": delta,
+        "ledger": ledger.describe(),
+        "note": note,
+        "leaves": epsilon_budget.remaining - epsilon,
+    }
+
+
 def release_submit(*, release: Release, user) -> Release:
     """Reserve the release's ε (and δ) and queue it for a worker, atomically.
 
@@ -206,20 +261,7 @@ def release_submit(*, release: Release, user) -> Release:
             raise Conflict(f"This release was already submitted (status: {locked.status}).")
         dataset = Dataset.objects.select_for_update().get(pk=locked.dataset_id)
         plan = _plan(dataset, locked.definition, locked.queries)
-        ledger = (
-            Ledger(kind=dataset.ledger_kind, policy=dataset.ledger_policy)
-            if dataset.ledger_kind
-            else ledger_for(plan.definition)
-        )
-        try:
-            epsilon, delta = ledger_charge(
-                definition=plan.definition,
-                epsilon=plan.epsilon_spent,
-                delta=plan.delta_spent,
-                ledger=ledger,
-            )
-        except IncompatibleLedger as error:
-            raise Conflict(str(error)) from None
+        ledger, epsilon, delta = _charge(dataset, plan)
         epsilon_budget, delta_budget = dataset_budget(dataset)
         if epsilon > epsilon_budget.remaining:
             raise Conflict(

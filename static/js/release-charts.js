@@ -15,7 +15,7 @@
       hovertemplate: "%{x}: %{y}<extra></extra>"
     }], {
       margin: { t: 20, r: 10, b: 40, l: 50 },
-      yaxis: { title: { text: "published count" }, rangemode: "tozero" }
+      yaxis: { title: { text: chart.axis }, rangemode: "tozero" }
     }, { responsive: true, displaylogo: false });
   });
 }());

@@ -845,7 +845,10 @@ def test_confirm_page_states_what_the_release_spends(client, curator, draft):
 
     # then
     assert "<strong>ε-differential privacy with ε = 0.5</strong>" in page
-    assert "It spends ε = 0.5 of the dataset's budget and leaves ε = 0.5." in page
+    assert (
+        "It will be charged ε = 0.5 to the dataset's budget (differential privacy), "
+        "leaving ε = 0.5." in page
+    )
     assert "<li>Count of records: geometric noise, ε = 0.1000</li>" in page
     assert "<li>Mean of age: laplace+geometric noise, ε = 0.2000</li>" in page
 

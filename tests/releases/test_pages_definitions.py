@@ -207,3 +207,24 @@ def test_schema_form_refuses_a_fill_outside_the_bounds_next_to_the_field(client,
     age_form = response.context["column_forms"][1][1]
     assert age_form.errors["fill"] == ["the fill value must lie within the bounds"]
     assert Dataset.objects.get(pk=dataset.pk).schema == {}
+
+
+def test_confirm_page_charges_an_epsilon_dp_release_twice_on_a_blowfish_budget(
+    client, curator, clinic, django_capture_on_commit_callbacks
+):
+    # given a dataset whose first release was Blowfish
+    client.force_login(curator)
+    start(client, clinic, definition_kind="blowfish", policy_graph="full_domain")
+    first = Release.objects.get()
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("wizard-confirm", kwargs={"pk": first.pk}))
+
+    # when an ε-DP draft of ε = 0.5 is confirmed there
+    start(client, clinic, definition_kind="pure_dp", epsilon="0.5")
+    second = Release.objects.exclude(pk=first.pk).get()
+    page = client.get(reverse("wizard-confirm", kwargs={"pk": second.pk})).content.decode()
+
+    # then the page states the 2ε charge and the Blowfish guarantee text is not used
+    assert "It will be charged ε = 1 to the dataset's budget" in page
+    assert "charged 2ε" in page
+    assert "ε-differential privacy with ε = 0.5" in page
