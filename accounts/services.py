@@ -40,12 +40,15 @@ def user_login(*, request, username: str, password: str) -> AbstractBaseUser | N
     user = authenticate(request, username=username, password=password)
     with transaction.atomic():
         if user is None:
+            # The typed name is recorded only if it is an account's: a mistyped password typed
+            # into the username field must not end up in the audit trail.
+            account = get_user_model().objects.filter(username=username).first()
             audit_record(
                 actor=None,
                 action=AuditAction.LOGIN_FAILED,
                 object_type="user",
-                object_id=None,
-                details={"username": username[:150]},
+                object_id=account.pk if account else None,
+                details={"username": username if account else "(unknown account)"},
             )
             return None
         audit_record(actor=user, action=AuditAction.LOGIN, object_type="user", object_id=user.pk)

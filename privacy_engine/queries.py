@@ -66,6 +66,7 @@ class Mean:
 Query = Count | Histogram | Sum | Mean
 
 QUERY_KINDS = ("count", "histogram", "sum", "mean")
+MAX_BINS = 1000
 # Accuracy weights are relative; this range keeps every share of ε and every noise scale finite.
 MIN_WEIGHT = 0.001
 MAX_WEIGHT = 1000.0
@@ -112,6 +113,8 @@ def _validate_against_schema(query: Query, schema: Schema) -> None:
             if query.bins is None:
                 raise EngineValidationError.single("bins", "a numeric histogram needs bin edges")
             edges = query.bins
+            if len(edges) > MAX_BINS + 1:
+                raise EngineValidationError.single("bins", f"use at most {MAX_BINS} bins")
             if len(edges) < 2 or any(b <= a for a, b in itertools.pairwise(edges)):
                 raise EngineValidationError.single("bins", "need at least two increasing edges")
             if edges[0] != column.lower or edges[-1] != column.upper:

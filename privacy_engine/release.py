@@ -51,14 +51,11 @@ Mechanism = GeometricMechanism | LaplaceMechanism | GaussianMechanism | ExactRel
 
 # Budget amounts are Decimals with this many places, rounded up so the ledger never under-charges.
 BUDGET_PLACES = Decimal("1e-12")
+# Bounds on one request's work: statistics per release (bins are bounded in queries.py).
+MAX_QUERIES = 100
 # A mean's sum and count each get half of its ε; each interval is built at 97.5% so that both hold
 # together with probability ≥ 95% (union bound).
 MEAN_PART_COVERAGE = 0.975
-
-
-def to_budget_decimal(value: float) -> Decimal:
-    """Exact value of a float, rounded up to the ledger's precision."""
-    return Decimal(value).quantize(BUDGET_PLACES, rounding=ROUND_CEILING)
 
 
 @dataclass(frozen=True)
@@ -395,6 +392,8 @@ def plan_release(
     typed: list[Query] = []
     if not isinstance(queries, Sequence) or isinstance(queries, str) or not queries:
         errors["queries"] = ["choose at least one statistic"]
+    elif len(queries) > MAX_QUERIES:
+        errors["queries"] = [f"choose at most {MAX_QUERIES} statistics per release"]
     else:
         for index, spec in enumerate(queries):
             try:

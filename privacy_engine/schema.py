@@ -13,8 +13,6 @@ from typing import Any
 
 from privacy_engine.errors import EngineValidationError
 
-MISSING_DROP = "drop"
-
 
 @dataclass(frozen=True)
 class NumericColumn:
@@ -195,7 +193,12 @@ def column_from_dict(spec: Mapping[str, Any]) -> Column:
         for key, value in (("other", other), ("fill", fill)):
             if value is not None and not isinstance(value, str):
                 raise EngineValidationError.single(key, "must be a string")
-        return CategoricalColumn(categories=tuple(categories), other=other, fill=fill)
+        # Table values are compared after trimming spaces, so declared ones are trimmed too.
+        return CategoricalColumn(
+            categories=tuple(c.strip() for c in categories),
+            other=other.strip() if isinstance(other, str) else None,
+            fill=fill.strip() if isinstance(fill, str) else None,
+        )
     if kind == "identifier":
         return IdentifierColumn()
     raise EngineValidationError.single("kind", "must be one of numeric, categorical, identifier")

@@ -31,6 +31,7 @@ from privacy_engine.definitions import (
     definition_from_dict,
     with_default_delta,
 )
+from privacy_engine.errors import EngineValidationError
 from privacy_engine.policies import check_policy_against_schema
 from privacy_engine.queries import Count, Histogram, Mean, Query, Sum, query_from_dict
 from privacy_engine.schema import NumericColumn, Schema, schema_from_dict
@@ -131,7 +132,8 @@ def sensitivity(
     schema: Schema | Mapping[str, Any],
     definition: Definition | Mapping[str, Any],
 ) -> float:
-    """L1 global sensitivity of a query's answer under the definition's neighbours.
+    """Global sensitivity of a query's answer under the definition's neighbours, in the norm its
+    mechanism uses: L1, or L2 under (ε, δ)-DP (the Gaussian mechanism's).
 
     For a mean this is the sensitivity of its sum part. Accepts the API's JSON shapes or the
     engine's typed objects.
@@ -140,7 +142,14 @@ def sensitivity(
     definition = definition_from_dict(with_default_delta(definition, schema.declared_size))
     if isinstance(definition, Blowfish):
         check_policy_against_schema(definition.policy, schema)
+        if schema.rows_per_person > 1:
+            raise EngineValidationError.single(
+                "kind",
+                "Blowfish here protects one record; with several rows per person use "
+                "ε-DP or (ε, δ)-DP",
+            )
     query = query_from_dict(query, schema)
+    norm = "l2" if isinstance(definition, ApproxDP) else "l1"
     # With a person key, one protected unit is up to c rows.
     c = schema.rows_per_person
     if isinstance(query, Count):
@@ -151,5 +160,5 @@ def sensitivity(
         names = query.summed_columns if isinstance(query, Sum) else (query.column,)
         columns = {name: schema.column(name) for name in names}
         assert all(isinstance(col, NumericColumn) for col in columns.values())
-        return c * sum_sensitivity(columns, definition)  # type: ignore[arg-type]
+        return c * sum_sensitivity(columns, definition, norm=norm)  # type: ignore[arg-type]
     raise TypeError(f"unsupported query {query!r}")

@@ -138,6 +138,8 @@ def dataset_schema_update(*, dataset: Dataset, user, schema: Any) -> Dataset:
     Refused with :class:`Conflict` once any release of the dataset was submitted, because the
     published guarantees depend on the bounds they were computed with.
     """
+    if dataset_has_submissions(dataset):
+        raise Conflict("The schema is fixed once a release of this dataset was submitted.")
     if not isinstance(schema, dict):
         raise ValidationFailed({"columns": ["must be an object of column declarations"]})
     spec = dict(schema)

@@ -3,7 +3,7 @@
 from decimal import Decimal
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 from django.utils.text import slugify
@@ -35,6 +35,20 @@ def _plan(dataset: Dataset, definition: Any, queries: Any):
         return plan_release(schema=dataset.schema, definition=definition, queries=queries)
     except EngineValidationError as error:
         raise ValidationFailed(error.errors) from None
+
+
+def _series_create(*, user, dataset: Dataset, title: str) -> ReleaseSeries:
+    """A new series with a slug from the title; a concurrent draft taking the same slug first
+    makes this one retry with the next free slug."""
+    for _ in range(5):
+        try:
+            with transaction.atomic():
+                return ReleaseSeries.objects.create(
+                    owner=user, dataset=dataset, slug=_unique_slug(title), title=title
+                )
+        except IntegrityError:
+            continue
+    raise Conflict("Could not name the release series; try again.")
 
 
 def _unique_slug(title: str) -> str:
@@ -77,9 +91,7 @@ def release_draft_create(
         raise ValidationFailed(errors)
     with transaction.atomic():
         if series is None:
-            series = ReleaseSeries.objects.create(
-                owner=user, dataset=dataset, slug=_unique_slug(title), title=title
-            )
+            series = _series_create(user=user, dataset=dataset, title=title)
         release = Release.objects.create(
             dataset=dataset,
             series=series,

@@ -6,6 +6,10 @@ one stopped and never draws fresh noise or charges twice:
 2. draw: if no answers are stored, read the table, draw all answers and store them, and mark the
    reservation spent, in one transaction;
 3. publish: write the files from the stored answers and give the release its version.
+
+A delivery lost with its worker (killed, out of memory, past the hard time limit) is redelivered,
+because tasks are acknowledged late and rejected when the worker is lost; releases left running
+past the time limit are failed by ``release_reap_stale`` (``manage.py reap_stale_releases``).
 """
 
 import csv
@@ -13,6 +17,7 @@ import hashlib
 import io
 import json
 import logging
+from datetime import timedelta
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -75,23 +80,29 @@ def _claim(release_id: int, worker: str) -> bool:
 
 
 def _draw(release_id: int) -> None:
+    release = Release.objects.select_related("dataset").get(pk=release_id)
+    if release.answers.exists():
+        return
+    # Reading and computing happen outside any transaction, so a long computation does not hold
+    # the database's write lock (SQLite) while pages and downloads wait. Answers drawn here are
+    # stored only if none were stored meanwhile; answers never stored are never seen by anyone.
+    try:
+        frame = table_load(release.dataset.file.path)
+    except (OSError, TableError):
+        raise ReleaseFailure("The uploaded table could not be read.") from None
+    try:
+        result = run_queries(
+            frame,
+            schema=release.schema,
+            definition=release.definition,
+            queries=release.queries,
+        )
+    except EngineValidationError as error:
+        raise ReleaseFailure(f"The release plan is not valid: {error}") from None
     with transaction.atomic():
-        release = Release.objects.select_for_update().select_related("dataset").get(pk=release_id)
+        release = Release.objects.select_for_update().get(pk=release_id)
         if release.answers.exists():
             return
-        try:
-            frame = table_load(release.dataset.file.path)
-        except (OSError, TableError):
-            raise ReleaseFailure("The uploaded table could not be read.") from None
-        try:
-            result = run_queries(
-                frame,
-                schema=release.schema,
-                definition=release.definition,
-                queries=release.queries,
-            )
-        except EngineValidationError as error:
-            raise ReleaseFailure(f"The release plan is not valid: {error}") from None
         NoisyAnswer.objects.bulk_create(
             NoisyAnswer(release=release, position=i, statistic=s.to_dict())
             for i, s in enumerate(result.statistics)
@@ -292,3 +303,20 @@ def release_run(*, release_id: int, worker: str) -> None:
             release_id=release_id,
             reason=f"Internal error while computing the release ({type(error).__name__}).",
         )
+
+
+def release_reap_stale(*, older_than: timedelta) -> list[int]:
+    """Fail releases that have been queued or running for longer than ``older_than`` since
+    submission (their worker is gone); the budget comes back only if no noise was drawn."""
+    cutoff = timezone.now() - older_than
+    stale = list(
+        Release.objects.filter(
+            status__in=[Release.Status.QUEUED, Release.Status.RUNNING], submitted_at__lt=cutoff
+        ).values_list("pk", flat=True)
+    )
+    for release_id in stale:
+        release_fail(
+            release_id=release_id,
+            reason="The worker computing this release stopped before finishing.",
+        )
+    return stale

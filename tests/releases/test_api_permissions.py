@@ -368,7 +368,9 @@ def test_token_endpoint_unknown_user_is_400_and_audited(db):
     # then
     assert response.status_code == 400
     assert response.json() == {"detail": "Unable to log in with these credentials."}
-    assert AuditEvent.objects.get(action="user.login_failed").details == {"username": "ghost"}
+    assert AuditEvent.objects.get(action="user.login_failed").details == {
+        "username": "(unknown account)"
+    }
 
 
 def test_token_endpoint_missing_fields_name_them(db):

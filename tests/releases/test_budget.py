@@ -2,16 +2,19 @@
 submissions never overspend, and a failed run gives the reservation back."""
 
 import threading
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from releases.models import AuditEvent, Dataset, LedgerEntry, NoisyAnswer, Release, ReleaseFile
 from releases.selectors import dataset_budget
-from releases.services.releases import release_draft_create
+from releases.services.releases import release_draft_create, release_submit
+from releases.services.runs import release_reap_stale
 from tests.conftest import CLINIC_CSV, draft_body
 
 CELL_VALUES = ("Ann", "Bob", "Cid", "Dee", "Eve", "120", "34", "51", "29")
@@ -290,3 +293,46 @@ def test_unreadable_upload_fails_the_release_and_returns_the_reservation(
         "task.failed",
         "budget.returned",
     ]
+
+
+def test_reaper_fails_a_release_whose_worker_vanished_and_returns_its_budget(curator, dataset):
+    # given a release submitted long ago and still queued (its worker died before drawing)
+    draft = release_draft_create(
+        user=curator,
+        dataset=dataset,
+        title="Lost",
+        definition={"kind": "pure_dp", "epsilon": 0.5},
+        queries=[{"kind": "count"}],
+    )
+    release_submit(release=draft, user=curator)  # on_commit never runs here: nothing is enqueued
+    Release.objects.filter(pk=draft.pk).update(submitted_at=timezone.now() - timedelta(hours=2))
+
+    # when
+    reaped = release_reap_stale(older_than=timedelta(hours=1))
+
+    # then
+    draft.refresh_from_db()
+    assert reaped == [draft.pk]
+    assert draft.status == Release.Status.FAILED
+    assert "stopped before finishing" in draft.failure_reason
+    assert LedgerEntry.objects.get(release=draft).state == LedgerEntry.State.RETURNED
+
+
+def test_reaper_leaves_recent_releases_alone(curator, dataset):
+    # given a release submitted just now
+    draft = release_draft_create(
+        user=curator,
+        dataset=dataset,
+        title="Fresh",
+        definition={"kind": "pure_dp", "epsilon": 0.5},
+        queries=[{"kind": "count"}],
+    )
+    release_submit(release=draft, user=curator)
+
+    # when
+    reaped = release_reap_stale(older_than=timedelta(hours=1))
+
+    # then
+    draft.refresh_from_db()
+    assert reaped == []
+    assert draft.status == Release.Status.QUEUED
