@@ -19,6 +19,7 @@ from privacy_engine.definitions import ApproxDP, Blowfish, Definition, PureDP
 
 DIFFERENTIAL_PRIVACY = "differential_privacy"
 BLOWFISH = "blowfish"
+# Budget amounts are Decimals with this many places, rounded up so the ledger never under-charges.
 LEDGER_PLACES = Decimal("1e-12")
 
 

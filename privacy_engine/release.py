@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privacy_engine.accounting import LEDGER_PLACES
 from privacy_engine.definitions import (
     MAX_EPSILON,
     MIN_EPSILON,
@@ -49,8 +50,6 @@ from privacy_engine.sensitivity import (
 
 Mechanism = GeometricMechanism | LaplaceMechanism | GaussianMechanism | ExactRelease
 
-# Budget amounts are Decimals with this many places, rounded up so the ledger never under-charges.
-BUDGET_PLACES = Decimal("1e-12")
 # Bounds on one request's work: statistics per release (bins are bounded in queries.py).
 MAX_QUERIES = 100
 # A mean's sum and count each get half of its ε; each interval is built at 97.5% so that both hold
@@ -110,7 +109,7 @@ def _exact_sum(values: Sequence[float]) -> Decimal:
         total = sum((Decimal(v) for v in values), Decimal(0))
         if total == 0:
             return Decimal(0)
-        return total.quantize(BUDGET_PLACES, rounding=ROUND_CEILING)
+        return total.quantize(LEDGER_PLACES, rounding=ROUND_CEILING)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db.models import Q, QuerySet, Sum
+from django.urls import reverse
 
 from accounts.roles import Role, user_has_role
 from releases.models import AuditEvent, Dataset, LedgerEntry, Release
@@ -91,3 +92,23 @@ def audit_event_list(
     if since is not None:
         events = events.filter(at__gte=since)
     return events
+
+
+def release_file_links(*, release: Release) -> list[dict]:
+    """A published release's files with their download paths (the view checks publication)."""
+    return [
+        {
+            "format": f.format,
+            "sha256": f.sha256,
+            "size": f.size,
+            "url": reverse(
+                "api-catalog-file",
+                kwargs={
+                    "slug": release.series.slug,
+                    "version": release.version,
+                    "file_format": f.format,
+                },
+            ),
+        }
+        for f in release.files.all()
+    ]

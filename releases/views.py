@@ -1,17 +1,14 @@
 """Server-rendered pages: validate input, call one selector or service, render."""
 
-import re
-
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import render
-from django.urls import reverse
 
 from accounts.roles import Role, user_has_role
 from releases import selectors
-from releases.parsing import parse_iso_datetime
+from releases.parsing import audit_filters_parse
 from releases.services.audit import AuditAction, audit_chain_verify
 
 CATALOG_PAGE_SIZE = 10
@@ -79,18 +76,7 @@ def catalog_version(request, slug: str, version: int):
             if isinstance(stat["value"], dict)
             else None
         )
-    files = [
-        {
-            "format": f.format,
-            "sha256": f.sha256,
-            "size": f.size,
-            "url": reverse(
-                "api-catalog-file",
-                kwargs={"slug": slug, "version": version, "file_format": f.format},
-            ),
-        }
-        for f in release.files.all()
-    ]
+    files = selectors.release_file_links(release=release)
     other_versions = selectors.release_list_published().filter(series=release.series)
     return render(
         request,
@@ -110,21 +96,13 @@ def audit_page(request):
     if not user_has_role(request.user, Role.COMPLIANCE):
         raise PermissionDenied("The audit trail is for compliance staff.")
     params = request.GET
-    errors = []
-    dataset = params.get("dataset") or None
-    if dataset is not None and not re.fullmatch(r"[0-9]+", dataset):
-        errors.append("Dataset must be a dataset id.")
-        dataset = None
-    since_text = params.get("since") or ""
-    since = parse_iso_datetime(since_text) if since_text else None
-    if since_text and since is None:
-        errors.append("Since must be a date and time, e.g. 2026-01-31T09:00.")
-    events = selectors.audit_event_list(
-        dataset=int(dataset) if dataset else None,
-        actor=params.get("actor") or None,
-        action=params.get("action") or None,
-        since=since,
-    )
+    filters, field_errors = audit_filters_parse(params)
+    errors = [
+        f"{field.capitalize()} {message}."
+        for field, messages in field_errors.items()
+        for message in messages
+    ]
+    events = selectors.audit_event_list(**filters)
     page = Paginator(events, AUDIT_PAGE_SIZE).get_page(params.get("page"))
     datasets = [
         {"dataset": d, "epsilon": selectors.dataset_budget(d)[0]}

@@ -23,7 +23,7 @@ from privacy_engine.guidance import suggest_starting_point
 from releases import selectors
 from releases.apis.pagination import Pagination
 from releases.models import Dataset, Release, ReleaseFile
-from releases.parsing import parse_iso_datetime
+from releases.parsing import audit_filters_parse
 from releases.services.audit import AuditAction, audit_chain_verify, audit_record
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.errors import ValidationFailed
@@ -109,21 +109,8 @@ def release_data(release: Release, request) -> dict:
 
 def file_data(release: Release, request) -> list[dict]:
     return [
-        {
-            "format": f.format,
-            "sha256": f.sha256,
-            "size": f.size,
-            "url": reverse(
-                "api-catalog-file",
-                request=request,
-                kwargs={
-                    "slug": release.series.slug,
-                    "version": release.version,
-                    "file_format": f.format,
-                },
-            ),
-        }
-        for f in release.files.all()
+        {**link, "url": request.build_absolute_uri(link["url"])}
+        for link in selectors.release_file_links(release=release)
     ]
 
 
@@ -319,25 +306,10 @@ class AuditEventListApi(APIView):
     permission_classes = [IsCompliance]
 
     def get(self, request):
-        params = request.query_params
-        errors: dict[str, list[str]] = {}
-        dataset = params.get("dataset")
-        if dataset is not None and not re.fullmatch(r"[0-9]+", dataset):
-            errors["dataset"] = ["must be a dataset id"]
-        since = params.get("since")
-        since_value = None
-        if since:
-            since_value = parse_iso_datetime(since)
-            if since_value is None:
-                errors["since"] = ["must be an ISO-8601 date and time"]
+        filters, errors = audit_filters_parse(request.query_params)
         if errors:
             raise ValidationFailed(errors)
-        events = selectors.audit_event_list(
-            dataset=int(dataset) if dataset else None,
-            actor=params.get("actor"),
-            action=params.get("action"),
-            since=since_value,
-        )
+        events = selectors.audit_event_list(**filters)
         return _paginate(
             self,
             request,

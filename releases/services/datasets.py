@@ -8,12 +8,11 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 
 from privacy_engine import EngineValidationError, schema_from_dict
+from privacy_engine.accounting import LEDGER_PLACES
 from releases.models import Dataset, Release
 from releases.services.audit import AuditAction, audit_record
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.tables import TableError, table_parse
-
-BUDGET_PRECISION = Decimal("1e-12")
 
 
 def _budget(value: Any, *, field: str, default: str, allow_zero: bool) -> Decimal:
@@ -27,7 +26,7 @@ def _budget(value: Any, *, field: str, default: str, allow_zero: bool) -> Decima
         raise ValidationFailed({field: ["must be a number greater than 0"]})
     if amount >= Decimal("1e12"):
         raise ValidationFailed({field: ["is too large"]})
-    if amount != amount.quantize(BUDGET_PRECISION):
+    if amount != amount.quantize(LEDGER_PLACES):
         raise ValidationFailed({field: ["use at most 12 decimal places"]})
     return amount
 

@@ -1235,8 +1235,8 @@ def test_audit_page_with_an_impossible_since_shows_an_error_and_all_events(
     assert response.status_code == 200
     page = page_of(response)
     assert (
-        '<ul class="errorlist" role="alert"><li>Since must be a date and time, '
-        "e.g. 2026-01-31T09:00.</li></ul>" in page
+        '<ul class="errorlist" role="alert"><li>Since must be an ISO-8601 date and time.</li>'
+        "</ul>" in page
     )
     assert len(audit_rows(page)) == AuditEvent.objects.count()
 
