@@ -44,6 +44,7 @@ from privacy_engine.schema import CategoricalColumn, NumericColumn, Schema, sche
 from privacy_engine.sensitivity import (
     count_sensitivity,
     histogram_sensitivity,
+    missing_is_public,
     present_count_sensitivity,
     sum_sensitivity,
 )
@@ -661,6 +662,24 @@ def _run_one(planned: PlannedStatistic, frame: pd.DataFrame, schema: Schema) -> 
     return StatisticResult(value=mean, ci95=interval, rule=column.rule(), parts=parts, **common)
 
 
+def _disclose_public_missingness(
+    result: StatisticResult, planned: PlannedStatistic, plan: ReleasePlan
+) -> StatisticResult:
+    names = [
+        name
+        for name in planned.columns
+        if isinstance(column := plan.schema.column(name), NumericColumn)
+        and missing_is_public(name, column, plan.definition)
+    ]
+    if not names:
+        return result
+    note = (
+        f"under this Blowfish policy whether {', '.join(names)} is missing is not protected "
+        "(no fill value declared)"
+    )
+    return dataclasses.replace(result, rule="; ".join(filter(None, [result.rule, note])))
+
+
 def run_queries(
     frame: pd.DataFrame,
     *,
@@ -680,6 +699,10 @@ def run_queries(
         raise EngineValidationError.single("columns", "the table lacks declared columns")
     frame = _bound_contributions(frame, plan.schema)
     statistics = tuple(_run_one(planned, frame, plan.schema) for planned in plan.statistics)
+    statistics = tuple(
+        _disclose_public_missingness(s, planned, plan)
+        for s, planned in zip(statistics, plan.statistics, strict=True)
+    )
     person_rule = plan.schema.person_rule()
     if person_rule is not None:
         statistics = tuple(

@@ -50,33 +50,41 @@ def _unconstrained_change(column: NumericColumn) -> float:
 
 
 def _blowfish_sum(columns: Mapping[str, NumericColumn], policy: Any) -> float:
-    # A partition or distance policy constrains the columns it names along its edges. It says
-    # nothing about a missing value (dropped, so contributing 0), so where missing values are not
-    # filled with a public constant, missing-to-present stays protected as an arbitrary change:
-    # declaring a fill value is what lets the policy's smaller sensitivity apply.
+    # A partition or distance policy constrains the columns it names along the edges of its
+    # graph (Definition 6). A missing value has no distance or range, so it has no edge to a
+    # number: whether a value is missing is not one of the policy's secrets. The release's rule
+    # and the wizard say so; declaring a fill value turns missing values into numbers the policy
+    # protects. Columns the policy does not name may change arbitrarily.
     widths = {name: _unconstrained_change(column) for name, column in columns.items()}
     ranges = {name: column.width for name, column in columns.items()}
-    unfilled = {
-        name: column.max_magnitude for name, column in columns.items() if column.fill is None
-    }
     if isinstance(policy, FullDomain | CategoricalPartition):
         return math.fsum(widths.values())
     if isinstance(policy, RangePartition):
         return math.fsum(
-            max(min(policy.width, ranges[name]), unfilled.get(name, 0.0))
-            if name == policy.column
-            else width
+            min(policy.width, ranges[name]) if name == policy.column else width
             for name, width in widths.items()
         )
     if isinstance(policy, DistanceThreshold):
-        named = [name for name in widths if name in policy.columns]
+        named = [ranges[name] for name in widths if name in policy.columns]
         free = [w for name, w in widths.items() if name not in policy.columns]
-        constrained = min(policy.theta, math.fsum(ranges[name] for name in named)) if named else 0.0
-        missing_to_present = math.fsum(unfilled.get(name, 0.0) for name in named)
-        return max(constrained, missing_to_present) + math.fsum(free)
+        constrained = min(policy.theta, math.fsum(named)) if named else 0.0
+        return constrained + math.fsum(free)
     if isinstance(policy, AttributeGraph):
         return math.fsum(sorted(widths.values(), reverse=True)[: policy.c])
     raise TypeError(f"unsupported policy {policy!r}")
+
+
+def missing_is_public(column_name: str, column: NumericColumn, definition: Definition) -> bool:
+    """True when the definition does not protect whether this column's value is missing: a
+    Blowfish partition or distance policy naming a column whose missing values are dropped."""
+    if not isinstance(definition, Blowfish) or column.fill is not None:
+        return False
+    policy = definition.policy
+    if isinstance(policy, RangePartition):
+        return policy.column == column_name
+    if isinstance(policy, DistanceThreshold):
+        return column_name in policy.columns
+    return False
 
 
 def sum_sensitivity(

@@ -60,9 +60,8 @@ def distance_threshold_epsilon(*, distance: float, theta: float, epsilon: float)
 
 
 MISSING_NOTE = (
-    "Missing values are not part of the policy's graph: unless a fill value is declared for the "
-    "policy's columns, a missing value becoming present is protected like any change, which "
-    "costs accuracy. Declare a fill value to get the policy's full benefit."
+    "Whether a value of the policy's columns is missing: a missing value has no place in the "
+    "policy's graph. Declare a fill value for those columns to protect it."
 )
 
 

@@ -619,18 +619,38 @@ def test_malformed_definition_and_query_are_reported_together():
 
 
 @pytest.mark.parametrize(
-    "policy",
+    ("policy", "expected"),
     [
-        {"graph": "distance_threshold", "column": "age", "theta": 5},
-        {"graph": "partition", "column": "age", "width": 10},
+        ({"graph": "distance_threshold", "column": "age", "theta": 5}, 5.0),
+        ({"graph": "partition", "column": "age", "width": 10}, 10.0),
     ],
 )
-def test_without_a_fill_a_missing_age_becoming_present_is_still_covered(policy):
-    # given age whose missing values are dropped (contributing 0 to the sum)
+def test_without_a_fill_the_policy_still_applies_and_the_release_says_missingness_is_public(
+    policy, expected
+):
+    # given age whose missing values are dropped: a missing value has no edge in the policy's
+    # graph (Definition 6), so only present ages are the policy's secrets
     schema = {"columns": {"age": {"kind": "numeric", "lower": 0, "upper": 100}}}
+    frame = pd.DataFrame({"age": ["30", "", "70"]})
 
     # when
     value = sensitivity(query=SUM_AGE, schema=schema, definition=blowfish(policy))
+    result = run_queries(frame, schema=schema, definition=blowfish(policy), queries=[SUM_AGE])
 
-    # then a replacement from missing to 100 moves the sum by 100
-    assert value == 100.0
+    # then
+    assert value == expected
+    assert "whether age is missing is not protected" in result.statistics[0].rule
+
+
+def test_a_declared_fill_removes_the_missingness_disclosure():
+    # given
+    schema = {"columns": {"age": {"kind": "numeric", "lower": 0, "upper": 100, "fill": 0}}}
+    definition = blowfish({"graph": "distance_threshold", "column": "age", "theta": 5})
+
+    # when
+    result = run_queries(
+        pd.DataFrame({"age": ["30", ""]}), schema=schema, definition=definition, queries=[SUM_AGE]
+    )
+
+    # then
+    assert "missing is not protected" not in result.statistics[0].rule
