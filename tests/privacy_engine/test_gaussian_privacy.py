@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import opendp.prelude as dp
 import pytest
+from binomial_bounds import clopper_pearson_lower, clopper_pearson_upper
 from scipy import stats
 
 from privacy_engine import GaussianMechanism, OpenDPNoise
@@ -70,18 +71,6 @@ def direct_halfwidth(scale: float, coverage: float = 0.95) -> int:
 
 
 # --- the audit --------------------------------------------------------------------------------
-
-
-def clopper_pearson_lower(successes: int, trials: int, miss: float) -> float:
-    if successes == 0:
-        return 0.0
-    return float(stats.beta.ppf(miss, successes, trials - successes + 1))
-
-
-def clopper_pearson_upper(successes: int, trials: int, miss: float) -> float:
-    if successes == trials:
-        return 1.0
-    return float(stats.beta.isf(miss, successes + 1, trials - successes))
 
 
 @dataclass(frozen=True)
