@@ -17,6 +17,11 @@ urlpatterns = [
     path(
         "datasets/<int:dataset_pk>/releases/new/", curator_views.wizard_start, name="wizard-start"
     ),
+    path(
+        "datasets/<int:dataset_pk>/blowfish-explanation/",
+        curator_views.wizard_blowfish_explanation,
+        name="wizard-blowfish-explanation",
+    ),
     path("releases/<int:pk>/privacy/", curator_views.wizard_privacy, name="wizard-privacy"),
     path(
         "releases/<int:pk>/statistics/", curator_views.wizard_statistics, name="wizard-statistics"

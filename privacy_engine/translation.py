@@ -6,6 +6,7 @@ All functions are exact closed forms; none of them touches data.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 
 def epsilon_to_truth_probability(epsilon: float) -> float:
@@ -59,14 +60,23 @@ def distance_threshold_epsilon(*, distance: float, theta: float, epsilon: float)
     return math.ceil(distance / theta) * epsilon
 
 
-MISSING_NOTE = (
-    "Whether a value of the policy's columns is missing: a missing value has no place in the "
-    "policy's graph. Declare a fill value for those columns to protect it."
-)
+def blowfish_explanation(
+    policy: dict, epsilon: float, *, missing_public: Sequence[str] = ()
+) -> dict[str, list[str]]:
+    """What an attacker can and cannot learn under a Blowfish policy, in plain words.
+
+    ``missing_public`` names the policy's columns whose missing values are dropped rather than
+    filled: whether their value is missing is not one of the policy's secrets."""
+    explanation = _blowfish_explanation(policy, epsilon)
+    if missing_public:
+        explanation["not_protected"].append(
+            f"Whether a person's {', '.join(missing_public)} is missing: a missing value has no "
+            "place in the policy's graph. Declare a fill value for it to protect it."
+        )
+    return explanation
 
 
-def blowfish_explanation(policy: dict, epsilon: float) -> dict[str, list[str]]:
-    """What an attacker can and cannot learn under a Blowfish policy, in plain words."""
+def _blowfish_explanation(policy: dict, epsilon: float) -> dict[str, list[str]]:
     graph = policy.get("graph")
     always = "The number of records is public under Blowfish, so counts are published exactly."
     if graph == "full_domain":
@@ -96,8 +106,7 @@ def blowfish_explanation(policy: dict, epsilon: float) -> dict[str, list[str]]:
                 f"{policy['width']:g}, at ε = {epsilon:g}."
             ],
             "not_protected": [
-                f"Which range of {policy['column']} each person is in, and whether "
-                "the value is missing (unless a fill value is declared).",
+                f"Which range of {policy['column']} each person is in.",
                 always,
             ],
         }

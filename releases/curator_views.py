@@ -12,8 +12,10 @@ from functools import wraps
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.http import require_POST
 
 from accounts.roles import Role, user_has_role
 from privacy_engine import EngineValidationError, accuracy_curve, truth_probability_to_epsilon
@@ -24,7 +26,7 @@ from privacy_engine.guidance import (
     RELEASES_FACTOR,
     suggest_starting_point,
 )
-from privacy_engine.translation import blowfish_explanation, group_privacy
+from privacy_engine.translation import group_privacy
 from releases import selectors
 from releases.forms import (
     STATISTIC_LABELS,
@@ -41,6 +43,7 @@ from releases.services.datasets import (
 )
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.releases import (
+    policy_explanation,
     release_charge_preview,
     release_draft_create,
     release_draft_update,
@@ -317,8 +320,10 @@ def _privacy_step(request, dataset, release: Release | None):
             "declared_size": dataset.declared_size,
             "ledger": dataset.get_ledger_kind_display() if dataset.ledger_kind else None,
             "ledger_policy": dataset.ledger_policy,
-            "blowfish": blowfish_explanation(
-                release.definition["policy"], release.definition["epsilon"]
+            "blowfish": policy_explanation(
+                dataset=dataset,
+                policy=release.definition["policy"],
+                epsilon=release.definition["epsilon"],
             )
             if release is not None and release.definition["kind"] == "blowfish"
             else None,
@@ -364,6 +369,11 @@ def _fill_text(fill) -> str:
     if fill is None:
         return ""
     return _edge_text(fill) if isinstance(fill, float | int) else str(fill)
+
+
+def _usable_columns_of(dataset) -> list[str]:
+    columns = (dataset.schema or {}).get("columns", {})
+    return [name for name, spec in columns.items() if spec.get("kind") != "identifier"]
 
 
 def _usable_columns(release: Release) -> list[str]:
@@ -545,3 +555,19 @@ def release_status(request, pk: int):
             else None,
         },
     )
+
+
+@curator_required
+@require_POST
+def wizard_blowfish_explanation(request, dataset_pk: int):
+    """What the Blowfish policy being configured protects and does not, for the privacy step to
+    show as the curator edits it (public facts only)."""
+    dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=dataset_pk)
+    form = PrivacyStepForm(request.POST, columns=_usable_columns_of(dataset))
+    form.is_valid()  # partial input is expected while the curator types
+    epsilon = form.cleaned_data.get("epsilon") or 1.0
+    try:
+        explanation = policy_explanation(dataset=dataset, policy=form.policy(), epsilon=epsilon)
+    except ValidationFailed as error:
+        return JsonResponse({"errors": error.errors}, status=400)
+    return JsonResponse(explanation)

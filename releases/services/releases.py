@@ -17,9 +17,14 @@ from privacy_engine import (
     ledger_for,
     plan_release,
 )
-from privacy_engine.definitions import delta_warnings
+from privacy_engine.definitions import definition_from_dict, delta_warnings
+from privacy_engine.errors import prefix_errors
 from privacy_engine.guidance import simulated_preview
+from privacy_engine.policies import check_policy_against_schema
 from privacy_engine.queries import query_to_dict
+from privacy_engine.schema import NumericColumn, schema_from_dict
+from privacy_engine.sensitivity import missing_is_public
+from privacy_engine.translation import blowfish_explanation
 from releases.models import Dataset, LedgerEntry, Release, ReleaseSeries
 from releases.selectors import dataset_budget
 from releases.services.audit import AuditAction, audit_record
@@ -220,6 +225,27 @@ def _charge(dataset: Dataset, plan) -> tuple[Ledger, Decimal, Decimal]:
     except IncompatibleLedger as error:
         raise Conflict(str(error)) from None
     return ledger, epsilon, delta
+
+
+def policy_explanation(*, dataset: Dataset, policy: Any, epsilon: float) -> dict[str, list[str]]:
+    """What an attacker can and cannot learn under a Blowfish policy on this dataset; a
+    :class:`ValidationFailed` naming the policy's bad fields when it does not fit the schema."""
+    try:
+        definition = definition_from_dict(
+            {"kind": "blowfish", "epsilon": epsilon, "policy": policy}
+        )
+        schema = schema_from_dict(dataset.schema)
+        check_policy_against_schema(definition.policy, schema)
+    except EngineValidationError as error:
+        raise ValidationFailed(prefix_errors("definition", error).errors) from None
+    missing_public = [
+        name
+        for name, column in schema.columns.items()
+        if isinstance(column, NumericColumn) and missing_is_public(name, column, definition)
+    ]
+    return blowfish_explanation(
+        definition.policy.to_dict(), definition.epsilon, missing_public=missing_public
+    )
 
 
 def release_charge_preview(*, release: Release) -> dict[str, Any]:

@@ -147,3 +147,52 @@
   });
   update();
 }());
+
+// Says, as the policy is edited, what an attacker can and cannot learn under it (the engine's
+// words, through the server).
+(function () {
+  "use strict";
+  var form = document.getElementById("privacy-form");
+  var box = document.getElementById("blowfish-explanation");
+  if (!form || !box) { return; }
+  var pending = null;
+
+  function list(title, lines) {
+    var wrapper = document.createElement("div");
+    var heading = document.createElement("p");
+    var strong = document.createElement("strong");
+    strong.textContent = title;
+    heading.appendChild(strong);
+    var ul = document.createElement("ul");
+    lines.forEach(function (line) {
+      var li = document.createElement("li");
+      li.textContent = line;
+      ul.appendChild(li);
+    });
+    wrapper.appendChild(heading);
+    wrapper.appendChild(ul);
+    return wrapper;
+  }
+
+  function refresh() {
+    var kind = form.querySelector("input[name=definition_kind]:checked");
+    if (!kind || kind.value !== "blowfish") { return; }
+    fetch(box.dataset.url, { method: "POST", body: new FormData(form), credentials: "same-origin",
+                             headers: { "Accept": "application/json" } })
+      .then(function (response) { return response.json(); })
+      .then(function (result) {
+        box.textContent = "";
+        if (result.errors) {
+          var messages = Object.keys(result.errors).map(function (k) { return result.errors[k].join(" "); });
+          box.appendChild(list("Finish the policy:", messages));
+          return;
+        }
+        box.appendChild(list("Protected:", result.protected));
+        box.appendChild(list("Not protected:", result.not_protected));
+      }).catch(function () {});
+  }
+
+  form.addEventListener("change", function () { clearTimeout(pending); pending = setTimeout(refresh, 200); });
+  form.addEventListener("input", function () { clearTimeout(pending); pending = setTimeout(refresh, 400); });
+  refresh();
+}());

@@ -53,6 +53,9 @@ def test_blowfish_distance_threshold_preview_sits_beside_epsilon_dp(page, live_s
     page.get_by_label("θ: distance within which values are protected").fill("5")
     page.get_by_label("ε for this release").fill("1")
     page.wait_for_selector("#distance-chart .main-svg")
+    expect(page.locator("#blowfish-explanation")).to_contain_text("closer than θ = 5")
+    # age declares a fill value here, so whether it is missing is protected and not listed
+    expect(page.locator("#blowfish-explanation")).not_to_contain_text("is missing")
     page.wait_for_function("document.getElementById('id_truth_probability').value === '0.73106'")
     screenshot(page, "wizard-blowfish")
     page.get_by_role("button", name="Save and choose statistics →").click()

@@ -228,3 +228,61 @@ def test_confirm_page_charges_an_epsilon_dp_release_twice_on_a_blowfish_budget(
     assert "It will be charged ε = 1 to the dataset's budget" in page
     assert "charged 2ε" in page
     assert "ε-differential privacy with ε = 0.5" in page
+
+
+def test_blowfish_explanation_endpoint_explains_a_policy_or_names_what_is_missing(
+    client, curator, clinic
+):
+    # given
+    client.force_login(curator)
+    url = reverse("wizard-blowfish-explanation", kwargs={"dataset_pk": clinic.pk})
+
+    # when
+    complete = client.post(
+        url,
+        {
+            "definition_kind": "blowfish",
+            "epsilon": "1",
+            "policy_graph": "partition_groups",
+            "policy_column": "sex",
+            "policy_groups": "F | M",
+        },
+    )
+    unfinished = client.post(
+        url,
+        {
+            "definition_kind": "blowfish",
+            "epsilon": "1",
+            "policy_graph": "distance_threshold",
+            "policy_column": "age",
+        },
+    )
+
+    # then
+    assert complete.status_code == 200
+    assert "Which group each person is in (sex)" in complete.json()["not_protected"][0]
+    assert unfinished.status_code == 400
+    assert list(unfinished.json()["errors"]) == ["definition.policy.theta"]
+
+
+def test_blowfish_explanation_lists_missingness_only_for_policy_columns_without_a_fill(
+    client, curator, clinic
+):
+    # given the clinic schema, whose age has no fill value
+    client.force_login(curator)
+    url = reverse("wizard-blowfish-explanation", kwargs={"dataset_pk": clinic.pk})
+    body = {
+        "definition_kind": "blowfish",
+        "epsilon": "1",
+        "policy_graph": "distance_threshold",
+        "policy_column": "age",
+        "policy_theta": "5",
+    }
+
+    # when
+    response = client.post(url, body)
+
+    # then
+    assert any(
+        "Whether a person's age is missing" in line for line in response.json()["not_protected"]
+    )
