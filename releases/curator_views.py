@@ -528,11 +528,12 @@ def wizard_confirm(request, pk: int):
         else:
             return redirect("release-status", pk=release.pk)
     context = _wizard_context(release, release.dataset, "confirm")
+    charge = release_charge_preview(release=release)
     context.update(
         {
-            "charge": release_charge_preview(release=release),
+            "charge": charge,
             "rows": [
-                {**entry, "label": STATISTIC_LABELS[entry["kind"]]} for entry in release.preview
+                {**entry, "label": STATISTIC_LABELS[entry["kind"]]} for entry in charge["preview"]
             ],
         }
     )

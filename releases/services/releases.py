@@ -264,6 +264,7 @@ def release_charge_preview(*, release: Release) -> dict[str, Any]:
         )
         return {
             "error": detail,
+            "preview": release.preview,
             "epsilon": Decimal(0),
             "delta": Decimal(0),
             "ledger": "",
@@ -280,6 +281,8 @@ def release_charge_preview(*, release: Release) -> dict[str, Any]:
         "ledger": ledger.describe(),
         "note": note,
         "leaves": epsilon_budget.remaining - epsilon,
+        # Re-planned against the current schema: what submitting would actually run.
+        "preview": plan.preview(),
     }
 
 
