@@ -554,6 +554,9 @@ def release_status(request, pk: int):
             )
             if release.is_published
             else None,
+            "statistics": selectors.release_statistics(release=release)
+            if release.is_published
+            else [],
         },
     )
 

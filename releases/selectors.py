@@ -112,3 +112,27 @@ def release_file_links(*, release: Release) -> list[dict]:
         }
         for f in release.files.all()
     ]
+
+
+def release_statistics(*, release: Release) -> list[dict]:
+    """A published release's statistics in query order, with a display label and, for values
+    with cells (histograms, vectors of sums), rows built for templates."""
+    statistics = [a.statistic for a in release.answers.order_by("position")]
+    for stat in statistics:
+        stat["label"] = stat["column"] or ", ".join(stat.get("columns") or [])
+        # Rows built here, not looked up in a template: a category named like a dict method
+        # ("items", "keys") would otherwise shadow it.
+        stat["cells"] = (
+            [
+                {
+                    "label": label,
+                    "value": value,
+                    "low": stat["ci95"][label][0],
+                    "high": stat["ci95"][label][1],
+                }
+                for label, value in stat["value"].items()
+            ]
+            if isinstance(stat["value"], dict)
+            else None
+        )
+    return statistics

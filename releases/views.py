@@ -57,25 +57,9 @@ def catalog_version(request, slug: str, version: int):
     release = selectors.release_get_published(slug=slug, version=version)
     if release is None:
         raise Http404("No published release with this name and version.")
-    statistics = [a.statistic for a in release.answers.order_by("position")]
+    statistics = selectors.release_statistics(release=release)
     for index, stat in enumerate(statistics):
-        stat["chart_id"] = f"chart-{index}" if isinstance(stat["value"], dict) else None
-        stat["label"] = stat["column"] or ", ".join(stat.get("columns") or [])
-        # Rows built here, not looked up in the template: a category named like a dict method
-        # ("items", "keys") would otherwise shadow it.
-        stat["cells"] = (
-            [
-                {
-                    "label": label,
-                    "value": value,
-                    "low": stat["ci95"][label][0],
-                    "high": stat["ci95"][label][1],
-                }
-                for label, value in stat["value"].items()
-            ]
-            if isinstance(stat["value"], dict)
-            else None
-        )
+        stat["chart_id"] = f"chart-{index}" if stat["cells"] is not None else None
     files = selectors.release_file_links(release=release)
     other_versions = selectors.release_list_published().filter(series=release.series)
     return render(

@@ -165,6 +165,8 @@ def test_curator_uploads_declares_drafts_previews_and_publishes(
             f"not published ({release.status}: {release.failure_reason})\n"
             f"{celery_worker_process.log_path.read_text()[-3000:]}"
         )
+    assert "Count of records" not in page.inner_text("#results")  # kinds, not form labels
+    assert "Histogram of diagnosis: flu" in page.inner_text("#results")
     screenshot(page, "release-status")
     release.refresh_from_db()
     assert release.status == Release.Status.PUBLISHED
