@@ -10,6 +10,11 @@ from accounts.roles import Role, user_has_role
 from releases.models import AuditEvent, Dataset, LedgerEntry, Release
 
 
+def decimal_text(amount: Decimal) -> str:
+    """An exact amount as text without trailing zeros ("0.5", not "0.500000000000")."""
+    return format(amount.normalize(), "f") if amount else "0"
+
+
 @dataclass(frozen=True)
 class Budget:
     total: Decimal
@@ -21,9 +26,9 @@ class Budget:
         return self.total - self.spent - self.reserved
 
     def as_dict(self) -> dict[str, str]:
-        return {
-            name: str(getattr(self, name)) for name in ("total", "spent", "reserved", "remaining")
-        }
+        """Exact decimal strings without trailing zeros ("0.5", not "0.500000000000")."""
+        names = ("total", "spent", "reserved", "remaining")
+        return {name: decimal_text(getattr(self, name)) for name in names}
 
 
 def dataset_budget(dataset: Dataset) -> tuple[Budget, Budget]:

@@ -91,8 +91,10 @@ def release_data(release: Release, request) -> dict:
         "failure_reason": release.failure_reason or None,
         "epsilon_charged": None
         if release.epsilon_charged is None
-        else str(release.epsilon_charged),
-        "delta_charged": None if release.delta_charged is None else str(release.delta_charged),
+        else selectors.decimal_text(release.epsilon_charged),
+        "delta_charged": None
+        if release.delta_charged is None
+        else selectors.decimal_text(release.delta_charged),
         "worker": release.worker or None,
         "created_at": release.created_at.isoformat(),
         "submitted_at": release.submitted_at.isoformat() if release.submitted_at else None,
@@ -185,8 +187,8 @@ class DatasetDetailApi(APIView):
             {
                 "release": entry.release_id,
                 "definition": entry.definition_kind,
-                "epsilon": str(entry.epsilon),
-                "delta": str(entry.delta),
+                "epsilon": selectors.decimal_text(entry.epsilon),
+                "delta": selectors.decimal_text(entry.delta),
                 "state": entry.state,
                 "at": entry.created_at.isoformat(),
             }

@@ -244,10 +244,10 @@ def test_compliance_dataset_list_and_detail_omit_row_count(world, compliance_cli
     assert detail["id"] == world.dataset.pk
     assert detail["owner"] == "curator1"
     assert detail["budget"] == {
-        "total": "1.000000000000",
+        "total": "1",
         "spent": "0",
         "reserved": "0",
-        "remaining": "1.000000000000",
+        "remaining": "1",
     }
 
 
@@ -257,7 +257,7 @@ def test_curator_dataset_detail_includes_row_count_and_budget(world, curator_cli
 
     # then
     assert detail["row_count"] == 5
-    assert detail["budget"]["remaining"] == "1.000000000000"
+    assert detail["budget"]["remaining"] == "1"
 
 
 def test_other_curator_lists_see_none_of_curator1s_objects(world, other_curator_client):
