@@ -107,9 +107,6 @@ def _draw(release_id: int) -> None:
             NoisyAnswer(release=release, position=i, statistic=s.to_dict())
             for i, s in enumerate(result.statistics)
         )
-        entry = LedgerEntry.objects.select_for_update().get(release=release)
-        entry.state = LedgerEntry.State.SPENT
-        entry.save(update_fields=["state", "updated_at"])
         release.progress = 0.6
         release.save(update_fields=["progress"])
         audit_record(
@@ -120,18 +117,27 @@ def _draw(release_id: int) -> None:
             dataset_id=release.dataset_id,
             details={"statistics": len(result.statistics)},
         )
-        audit_record(
-            actor=None,
-            action=AuditAction.BUDGET_SPENT,
-            object_type="ledger_entry",
-            object_id=entry.pk,
-            dataset_id=release.dataset_id,
-            details={
-                "release": release.pk,
-                "epsilon": str(entry.epsilon),
-                "delta": str(entry.delta),
-            },
+        _ledger_settle(
+            LedgerEntry.objects.select_for_update().get(release=release),
+            release=release,
+            state=LedgerEntry.State.SPENT,
         )
+
+
+def _ledger_settle(entry: LedgerEntry, *, release: Release, state: str) -> None:
+    """Move a reservation to spent or returned and record it, in the caller's transaction."""
+    entry.state = state
+    entry.save(update_fields=["state", "updated_at"])
+    audit_record(
+        actor=None,
+        action=AuditAction.BUDGET_SPENT
+        if state == LedgerEntry.State.SPENT
+        else AuditAction.BUDGET_RETURNED,
+        object_type="ledger_entry",
+        object_id=entry.pk,
+        dataset_id=release.dataset_id,
+        details={"release": release.pk, "epsilon": str(entry.epsilon), "delta": str(entry.delta)},
+    )
 
 
 def _csv_bytes(statistics: list[dict[str, Any]]) -> bytes:
@@ -262,20 +268,11 @@ def release_fail(*, release_id: int, reason: str) -> None:
         )
         entry = LedgerEntry.objects.select_for_update().filter(release=release).first()
         if entry is not None and entry.state == LedgerEntry.State.RESERVED:
-            if release.answers.exists():
-                entry.state = LedgerEntry.State.SPENT
-                action = AuditAction.BUDGET_SPENT
-            else:
-                entry.state = LedgerEntry.State.RETURNED
-                action = AuditAction.BUDGET_RETURNED
-            entry.save(update_fields=["state", "updated_at"])
-            audit_record(
-                actor=None,
-                action=action,
-                object_type="ledger_entry",
-                object_id=entry.pk,
-                dataset_id=release.dataset_id,
-                details={"release": release.pk, "epsilon": str(entry.epsilon)},
+            drawn = release.answers.exists()
+            _ledger_settle(
+                entry,
+                release=release,
+                state=LedgerEntry.State.SPENT if drawn else LedgerEntry.State.RETURNED,
             )
 
 

@@ -1,10 +1,6 @@
 """A curator walks the whole path in a real browser, with a real Celery worker publishing."""
 
 import os
-import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -13,10 +9,10 @@ from playwright.sync_api import expect
 from releases.models import AuditEvent, Dataset, Release
 from tests.browser.conftest import screenshot
 from tests.conftest import make_user
+from tests.processes import start_celery_worker, stop
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
-ROOT = Path(__file__).resolve().parents[2]
 TABLE = "patient,age,sex,diagnosis\n" + "".join(
     f"P{i:04d},{(i * 37) % 90 + 5},{'F' if i % 3 else 'M'},{['flu', 'cold', 'healthy'][i % 3]}\n"
     for i in range(300)
@@ -46,25 +42,7 @@ def celery_worker_process(settings, tmp_path):
         "VAR_DIR": str(tmp_path / "worker-var"),
     }
     log = (tmp_path / "worker.log").open("w")
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--pool=solo",
-            "--loglevel=INFO",
-            "--without-heartbeat",
-            "--without-gossip",
-            "--without-mingle",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    worker = start_celery_worker(env, log)
     previous = app.conf.broker_url
     _switch_broker(app, broker)
     app.conf.task_always_eager = False
@@ -72,11 +50,7 @@ def celery_worker_process(settings, tmp_path):
     yield worker
     app.conf.task_always_eager = True
     _switch_broker(app, previous)
-    worker.send_signal(signal.SIGTERM)
-    try:
-        worker.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        worker.kill()
+    stop(worker)
     log.close()
 
 

@@ -10,7 +10,6 @@ import hashlib
 import io
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -24,10 +23,10 @@ import pytest
 import requests
 
 from tests.conftest import skip_or_fail
+from tests.processes import ROOT, start_celery_worker, stop
 
 pytestmark = [pytest.mark.worker]
 
-ROOT = Path(__file__).resolve().parents[2]
 POSTGRES_ADMIN_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
 
@@ -86,26 +85,7 @@ def _start(env: dict[str, str], tmp_path: Path) -> Iterator[Stack]:
     log_dir.mkdir()
     worker_log = (log_dir / "worker.log").open("w")
     web_log = (log_dir / "web.log").open("w")
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--pool=solo",
-            "--concurrency=1",
-            "--loglevel=INFO",
-            "--without-heartbeat",
-            "--without-gossip",
-            "--without-mingle",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=worker_log,
-        stderr=subprocess.STDOUT,
-    )
+    worker = start_celery_worker(env, worker_log)
     web = subprocess.Popen(
         [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
         cwd=ROOT,
@@ -127,12 +107,7 @@ def _start(env: dict[str, str], tmp_path: Path) -> Iterator[Stack]:
         yield stack
     finally:
         for process in (web, worker):
-            process.send_signal(signal.SIGTERM)
-        for process in (web, worker):
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            stop(process)
         worker_log.close()
         web_log.close()
 
