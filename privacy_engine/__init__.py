@@ -33,6 +33,7 @@ from privacy_engine.mechanisms import (
     LaplaceMechanism,
 )
 from privacy_engine.noise import NoiseSource, OpenDPNoise
+from privacy_engine.policies import blowfish_refusal
 from privacy_engine.queries import Count, Histogram, Mean, Query, Sum, query_from_dict
 from privacy_engine.release import (
     PlannedStatistic,
@@ -47,10 +48,14 @@ from privacy_engine.release import (
     split_epsilon,
 )
 from privacy_engine.schema import (
+    MAX_BOUND,
+    MAX_CATEGORIES,
+    MAX_ROWS,
     CategoricalColumn,
     IdentifierColumn,
     NumericColumn,
     Schema,
+    check_declared_size,
     schema_from_dict,
 )
 from privacy_engine.sensitivity import sensitivity
@@ -62,6 +67,9 @@ from privacy_engine.translation import (
 )
 
 __all__ = [
+    "MAX_BOUND",
+    "MAX_CATEGORIES",
+    "MAX_ROWS",
     "ApproxDP",
     "AttributeGraph",
     "Blowfish",
@@ -94,6 +102,8 @@ __all__ = [
     "StatisticResult",
     "Sum",
     "accuracy_curve",
+    "blowfish_refusal",
+    "check_declared_size",
     "definition_from_dict",
     "epsilon_for_accuracy",
     "epsilon_to_truth_probability",

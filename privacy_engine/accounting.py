@@ -21,6 +21,12 @@ DIFFERENTIAL_PRIVACY = "differential_privacy"
 BLOWFISH = "blowfish"
 # Budget amounts are Decimals with this many places, rounded up so the ledger never under-charges.
 LEDGER_PLACES = Decimal("1e-12")
+# δ is recorded as published: a float carries about 16 significant digits, so an exact sum of
+# δ shares rounded *up* to 15 significant digits gives back the δ the curator chose (1e-14 stays
+# 1e-14, three shares of 0.0005 give 0.0005) and never under-charges. DELTA_PLACES (the ledger's
+# decimal places) holds every δ from MIN_DELTA (1e-30) up.
+DELTA_SIGNIFICANT_DIGITS = 15
+DELTA_PLACES = Decimal("1e-30")
 
 
 class IncompatibleLedger(ValueError):
@@ -70,6 +76,16 @@ def _ceil(value: Decimal) -> Decimal:
     return value if value == 0 else value.quantize(LEDGER_PLACES, rounding=ROUND_CEILING)
 
 
+def ledger_delta(value: Decimal) -> Decimal:
+    """δ as the ledger records it: rounded up to 15 significant digits, then to the ledger's
+    places (a no-op unless δ < 10⁻¹⁶). Never smaller than ``value``."""
+    if value == 0:
+        return value
+    significant = Decimal(1).scaleb(value.adjusted() - DELTA_SIGNIFICANT_DIGITS + 1)
+    rounded = value.quantize(significant, rounding=ROUND_CEILING)
+    return rounded.quantize(DELTA_PLACES, rounding=ROUND_CEILING).normalize()
+
+
 def ledger_charge(
     *, definition: Definition, epsilon: Decimal, delta: Decimal, ledger: Ledger
 ) -> tuple[Decimal, Decimal]:
@@ -96,5 +112,5 @@ def ledger_charge(
     if isinstance(definition, ApproxDP):
         # Remove then add: e^ε(e^ε·P + δ) + δ = e^{2ε}·P + (1 + e^ε)·δ.
         factor = Decimal(1 + math.exp(float(epsilon)))
-        return _ceil(2 * epsilon), _ceil(factor * delta)
+        return _ceil(2 * epsilon), ledger_delta(factor * delta)
     raise TypeError(f"unsupported definition {definition!r}")

@@ -18,12 +18,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from privacy_engine.errors import EngineValidationError, prefix_errors
+from privacy_engine.schema import check_declared_size, finite_float
 
 # A release asking for more than this is almost surely a typo; nothing meaningful is protected.
 MAX_EPSILON = 20.0
 # Below this the noise swamps any answer; the bound also keeps every noise scale finite.
 MIN_EPSILON = 0.0001
 DEFAULT_DELTA_CAP = 1e-6
+# Below this δ is indistinguishable from ε-DP for any table; the floor also keeps δ exactly
+# representable in the ledger (accounting.DELTA_PLACES) and log(1/δ) well away from overflow.
+MIN_DELTA = 1e-30
+
+
+def _check_delta_range(delta: float) -> None:
+    if isinstance(delta, bool) or not math.isfinite(delta) or not 0 < delta < 1:
+        raise EngineValidationError.single("delta", "must be a number between 0 and 1")
+    if delta < MIN_DELTA:
+        raise EngineValidationError.single(
+            "delta",
+            f"must be at least {MIN_DELTA:g}; for a smaller δ choose ε-differential privacy "
+            "(pure_dp), which has no δ at all",
+        )
 
 
 def _check_epsilon(epsilon: float) -> None:
@@ -52,10 +67,11 @@ class PureDP:
 
 
 def default_delta(declared_size: int | None) -> float:
-    """min(10⁻⁶, 1/n²) on the declared size n."""
+    """min(10⁻⁶, 1/n²) on the declared size n (a whole number from 1 to ``MAX_ROWS``, else
+    :class:`EngineValidationError` naming ``declared_size``)."""
     if declared_size is None:
         return DEFAULT_DELTA_CAP
-    return min(DEFAULT_DELTA_CAP, 1.0 / declared_size**2)
+    return min(DEFAULT_DELTA_CAP, 1.0 / check_declared_size(declared_size) ** 2)
 
 
 def with_default_delta(definition: Any, declared_size: int | None) -> Any:
@@ -83,8 +99,7 @@ def delta_warnings(delta: float, declared_size: int | None) -> list[str]:
 
 def check_delta(delta: float, declared_size: int | None) -> None:
     """Refuse δ above 1/(10·n) on the declared size (or above 10⁻⁶ without a declared size)."""
-    if isinstance(delta, bool) or not math.isfinite(delta) or not 0 < delta < 1:
-        raise EngineValidationError.single("delta", "must be a number between 0 and 1")
+    _check_delta_range(delta)
     if declared_size is None:
         if delta > DEFAULT_DELTA_CAP:
             raise EngineValidationError.single(
@@ -114,8 +129,7 @@ class ApproxDP:
 
     def __post_init__(self) -> None:
         _check_epsilon(self.epsilon)
-        if isinstance(self.delta, bool) or not math.isfinite(self.delta) or not 0 < self.delta < 1:
-            raise EngineValidationError.single("delta", "must be a number between 0 and 1")
+        _check_delta_range(self.delta)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "epsilon": self.epsilon, "delta": self.delta}
@@ -218,11 +232,10 @@ DEFINITION_KINDS = ("pure_dp", "approx_dp", "blowfish")
 
 
 def _positive_number(value: Any, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    number = finite_float(value)
+    if number is None or number <= 0:
         raise EngineValidationError.single(path, "must be a number greater than 0")
-    if value <= 0:
-        raise EngineValidationError.single(path, "must be a number greater than 0")
-    return float(value)
+    return number
 
 
 def policy_from_dict(spec: Any) -> Policy:
@@ -285,19 +298,19 @@ def definition_from_dict(spec: Mapping[str, Any] | Definition) -> Definition:
     kind = spec.get("kind")
     if kind not in DEFINITION_KINDS:
         raise EngineValidationError.single("kind", f"must be one of: {', '.join(DEFINITION_KINDS)}")
-    epsilon = spec.get("epsilon")
-    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
+    epsilon = finite_float(spec.get("epsilon"))
+    if epsilon is None:
         raise EngineValidationError.single("epsilon", "must be a number greater than 0")
     if kind == "pure_dp":
-        return PureDP(epsilon=float(epsilon))
+        return PureDP(epsilon=epsilon)
     if kind == "approx_dp":
-        delta = spec.get("delta")
-        if isinstance(delta, bool) or not isinstance(delta, int | float):
+        delta = finite_float(spec.get("delta"))
+        if delta is None:
             raise EngineValidationError.single("delta", "must be a number between 0 and 1")
-        return ApproxDP(epsilon=float(epsilon), delta=float(delta))
-    _check_epsilon(float(epsilon))
+        return ApproxDP(epsilon=epsilon, delta=delta)
+    _check_epsilon(epsilon)
     try:
         policy = policy_from_dict(spec.get("policy"))
     except EngineValidationError as error:
         raise prefix_errors("policy", error) from None
-    return Blowfish(epsilon=float(epsilon), policy=policy)
+    return Blowfish(epsilon=epsilon, policy=policy)

@@ -7,11 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
-
 from privacy_engine.definitions import default_delta
 from privacy_engine.queries import Count, Histogram, Mean, Query, Sum, bin_labels
-from privacy_engine.release import plan_release, run_queries
+from privacy_engine.release import plan_release, release_statistic
 from privacy_engine.schema import CategoricalColumn, NumericColumn, Schema
 from privacy_engine.translation import epsilon_to_truth_probability
 
@@ -30,7 +28,8 @@ def suggest_starting_point(*, harm: str, releases: str, declared_size: int | Non
     """A default ε (and δ for (ε, δ)-DP) with its reasoning, for the curator to accept or change.
 
     ``harm``: how harmful disclosing one person's data would be (low, moderate, severe);
-    ``releases``: how many releases of this table are planned (once, few, regularly).
+    ``releases``: how many releases of this table are planned (once, few, regularly). A declared
+    size outside 1 to ``MAX_ROWS`` raises :class:`EngineValidationError` naming it.
     """
     if harm not in HARM_EPSILON:
         raise ValueError(f"harm must be one of {', '.join(HARM_EPSILON)}")
@@ -55,7 +54,8 @@ def suggest_starting_point(*, harm: str, releases: str, declared_size: int | Non
 
 
 def _simulated_answer(query: Query, schema: Schema, n: int) -> Any:
-    """The answer on a table of n records spread evenly over the declared shape."""
+    """The answer on a table of n records spread evenly over the declared shape: categories in
+    turn, numbers evenly between the bounds (so each sum is n times the middle of the range)."""
     if isinstance(query, Count):
         return n
     if isinstance(query, Histogram):
@@ -82,6 +82,18 @@ def _simulated_answer(query: Query, schema: Schema, n: int) -> Any:
     return n * next(iter(middles.values()))
 
 
+def _mechanism_input(query: Query, schema: Schema, n: int, simulated: Any) -> Any:
+    """The simulated answer in the shape the statistic's mechanisms take (see
+    :func:`privacy_engine.release.release_statistic`)."""
+    if isinstance(query, Histogram):
+        return list(simulated.values())
+    if isinstance(query, Sum) and query.columns:
+        return [simulated[name] for name in query.columns]
+    if isinstance(query, Mean):
+        return n * simulated, n
+    return simulated
+
+
 def _even(n: int, parts: int) -> list[int]:
     return [n // parts + (1 if i < n % parts else 0) for i in range(parts)]
 
@@ -94,40 +106,27 @@ def simulated_preview(
 ) -> list[dict[str, Any]] | None:
     """Each statistic on a simulated table of the declared size, before and after the noise the
     definition would add (drawn by the real mechanisms). Reads no data and spends no budget; the
-    simulated table only has the declared shape. ``None`` without a declared size."""
+    simulated table only has the declared shape, and is never built: its answers are computed
+    from the shape, so the cost does not grow with the declared size. ``None`` without a
+    declared size."""
     plan = plan_release(schema=schema, definition=definition, queries=queries)
     n = plan.schema.declared_size
     if n is None:
         return None
-    typed = [s.query for s in plan.statistics]
-    result = run_queries(
-        pd.DataFrame(_simulated_frame(plan.schema, n)),
-        schema=plan.schema,
-        definition=plan.definition,
-        queries=typed,
-    )
-    return [
-        {
-            "kind": query.kind,
-            "column": query.column,
-            "simulated": _simulated_answer(query, plan.schema, n),
-            "noisy": r.value,
-            "ci95": r.ci95,
-        }
-        for query, r in zip(typed, result.statistics, strict=True)
-    ]
-
-
-def _simulated_frame(schema: Schema, n: int) -> dict[str, list[str]]:
-    """Values spread evenly (not randomly) over each declared column: categories in turn, numbers
-    on an even grid between the bounds."""
-    frame: dict[str, list[str]] = {}
-    for name, column in schema.columns.items():
-        if isinstance(column, CategoricalColumn):
-            frame[name] = [column.categories[i % len(column.categories)] for i in range(n)]
-        elif isinstance(column, NumericColumn):
-            step = column.width / max(1, n - 1)
-            frame[name] = [repr(column.lower + i * step) for i in range(n)]
-        else:
-            frame[name] = [f"id{i}" for i in range(n)]
-    return frame
+    entries = []
+    for planned in plan.statistics:
+        query = planned.query
+        simulated = _simulated_answer(query, plan.schema, n)
+        result = release_statistic(
+            planned, _mechanism_input(query, plan.schema, n, simulated), plan.schema
+        )
+        entries.append(
+            {
+                "kind": query.kind,
+                "column": query.column,
+                "simulated": simulated,
+                "noisy": result.value,
+                "ci95": result.ci95,
+            }
+        )
+    return entries

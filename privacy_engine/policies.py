@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from privacy_engine.definitions import (
     AttributeGraph,
     CategoricalPartition,
@@ -11,12 +14,37 @@ from privacy_engine.definitions import (
     RangePartition,
 )
 from privacy_engine.errors import EngineValidationError
-from privacy_engine.schema import CategoricalColumn, NumericColumn, Schema
+from privacy_engine.schema import CategoricalColumn, NumericColumn, Schema, schema_from_dict
+
+
+def blowfish_refusal(schema: Schema | Mapping[str, Any]) -> str | None:
+    """Why no Blowfish policy can be used on this schema, in plain words, or ``None`` if one can.
+
+    Blowfish's neighbours replace one record along an edge of the policy's graph, with the number
+    of records public. A person key breaks both: the key column is not named by any policy, so
+    changing one record's key is an edge of every policy, and keeping the first c rows per key
+    then changes how many rows are kept (keys a, a, b, c keep three rows with c = 1; a, z, b, c
+    keep four), so an "exact" count and the policy's sum sensitivities would be false."""
+    schema = schema_from_dict(schema)
+    if schema.person_key is None:
+        return None
+    return (
+        f"Blowfish is not available when rows are grouped by a person key ({schema.person_key}): "
+        "changing one record's key is an edge of every policy (no policy names the key column), "
+        "and keeping the first rows per key makes the number of rows kept depend on the data, "
+        "so neither the exact count nor the policy's sensitivities would hold. Choose "
+        "ε-differential privacy or (ε, δ)-differential privacy instead: they protect all of a "
+        "person's rows together."
+    )
 
 
 def check_policy_against_schema(policy: Policy, schema: Schema) -> None:
-    """Refuse a policy that names unknown or wrongly typed columns, or a partition that does not
-    cover the declared categories exactly once."""
+    """Refuse Blowfish on a schema with a person key (``kind``, see :func:`blowfish_refusal`), a
+    policy that names unknown or wrongly typed columns, or a partition that does not cover the
+    declared categories exactly once."""
+    refusal = blowfish_refusal(schema)
+    if refusal is not None:
+        raise EngineValidationError.single("kind", refusal)
     if isinstance(policy, FullDomain | AttributeGraph):
         return
     if isinstance(policy, CategoricalPartition):

@@ -7,13 +7,18 @@ more weight means less noise.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from privacy_engine.errors import EngineValidationError
-from privacy_engine.schema import CategoricalColumn, NumericColumn, Schema
+from privacy_engine.schema import (
+    CategoricalColumn,
+    NumericColumn,
+    Schema,
+    finite_float,
+    format_number,
+)
 
 
 @dataclass(frozen=True)
@@ -73,9 +78,11 @@ MAX_WEIGHT = 1000.0
 
 
 def bin_labels(edges: tuple[float, ...]) -> tuple[str, ...]:
+    """Labels "[a, b)" per bin ("[a, b]" for the last), each edge written so that it reads back
+    as exactly that edge: distinct edges always give distinct labels, hence one cell per bin."""
     last = len(edges) - 2
     return tuple(
-        f"[{lo:g}, {hi:g}{']' if i == last else ')'}"
+        f"[{format_number(lo)}, {format_number(hi)}{']' if i == last else ')'}"
         for i, (lo, hi) in enumerate(itertools.pairwise(edges))
     )
 
@@ -168,12 +175,10 @@ def query_from_dict(spec: Mapping[str, Any] | Query, schema: Schema) -> Query:
         elif kind == "histogram":
             bins = spec.get("bins")
             if bins is not None:
-                if not isinstance(bins, list) or not all(
-                    isinstance(b, int | float) and not isinstance(b, bool) and math.isfinite(b)
-                    for b in bins
-                ):
+                edges = [finite_float(b) for b in bins] if isinstance(bins, list) else [None]
+                if any(edge is None for edge in edges):
                     raise EngineValidationError.single("bins", "must be a list of numbers")
-                bins = tuple(float(b) for b in bins)
+                bins = tuple(edge for edge in edges if edge is not None)
             query = Histogram(column=column, bins=bins, weight=weight)
         elif kind == "sum":
             query = Sum(column=column, columns=tuple(columns or ()), weight=weight)

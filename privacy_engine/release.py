@@ -7,6 +7,7 @@ is spent. ``run_queries`` is the only function here that reads data.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privacy_engine.accounting import LEDGER_PLACES
+from privacy_engine.accounting import LEDGER_PLACES, ledger_delta
 from privacy_engine.definitions import (
     MAX_EPSILON,
     MIN_EPSILON,
@@ -31,6 +32,7 @@ from privacy_engine.definitions import (
     with_default_delta,
 )
 from privacy_engine.errors import EngineValidationError, prefix_errors
+from privacy_engine.exact_sums import grid_sum, sum_grid
 from privacy_engine.mechanisms import (
     ExactRelease,
     GaussianMechanism,
@@ -40,7 +42,13 @@ from privacy_engine.mechanisms import (
 from privacy_engine.noise import NoiseSource
 from privacy_engine.policies import check_policy_against_schema
 from privacy_engine.queries import Count, Histogram, Mean, Query, Sum, bin_labels, query_from_dict
-from privacy_engine.schema import CategoricalColumn, NumericColumn, Schema, schema_from_dict
+from privacy_engine.schema import (
+    MAX_ROWS,
+    CategoricalColumn,
+    NumericColumn,
+    Schema,
+    schema_from_dict,
+)
 from privacy_engine.sensitivity import (
     count_sensitivity,
     histogram_sensitivity,
@@ -104,12 +112,14 @@ class PlannedStatistic:
         return entry
 
 
-def _exact_sum(values: Sequence[float]) -> Decimal:
+def _exact_sum(values: Sequence[float], *, delta: bool = False) -> Decimal:
     with localcontext() as ctx:
         ctx.prec = 200
         total = sum((Decimal(v) for v in values), Decimal(0))
         if total == 0:
             return Decimal(0)
+        if delta:
+            return ledger_delta(total)
         return total.quantize(LEDGER_PLACES, rounding=ROUND_CEILING)
 
 
@@ -127,7 +137,9 @@ class ReleasePlan:
 
     @property
     def delta_spent(self) -> Decimal:
-        return _exact_sum([m.delta_spent for s in self.statistics for m in s.mechanisms])
+        return _exact_sum(
+            [m.delta_spent for s in self.statistics for m in s.mechanisms], delta=True
+        )
 
     def preview(self) -> list[dict[str, Any]]:
         """The API's preview entries; under Blowfish each also carries, under ``"pure_dp"``, the
@@ -320,7 +332,12 @@ def _plan_one(
         )
     if isinstance(query, Sum):
         columns = {name: schema.column(name) for name in query.summed_columns}
-        sensitivity = c * sum_sensitivity(columns, definition, norm=norm)  # type: ignore[arg-type]
+        sensitivity = sum_sensitivity(
+            columns,  # type: ignore[arg-type]
+            definition,
+            norm=norm,
+            rows_per_person=c,
+        )
         return _single(
             query,
             epsilon,
@@ -336,7 +353,7 @@ def _plan_one(
         # The count part is free when it is public (Blowfish with filled missing values).
         share = 0.5 if count_part_sensitivity else 1.0
         sum_part = _real_mechanism(
-            c * sum_sensitivity({query.column: column}, definition, norm=norm),
+            sum_sensitivity({query.column: column}, definition, norm=norm, rows_per_person=c),
             epsilon * share,
             delta * share,
             definition,
@@ -362,6 +379,18 @@ def _plan_one(
     raise TypeError(f"unsupported query {query!r}")
 
 
+def _rooted(error: EngineValidationError) -> EngineValidationError:
+    """Paths from a sum's sensitivity re-rooted at the plan: ``policy.theta`` is the
+    definition's, ``columns.<name>.lower`` the schema's."""
+    roots = {"policy": "definition", "columns": "schema"}
+    return EngineValidationError(
+        {
+            f"{roots[path.split('.')[0]]}.{path}" if path.split(".")[0] in roots else path: msgs
+            for path, msgs in error.errors.items()
+        }
+    )
+
+
 def plan_release(
     *,
     schema: Schema | Mapping[str, Any],
@@ -381,12 +410,6 @@ def plan_release(
             check_delta(definition.delta, schema.declared_size)
         if isinstance(definition, Blowfish):
             check_policy_against_schema(definition.policy, schema)
-            if schema.rows_per_person > 1:
-                raise EngineValidationError.single(
-                    "kind",
-                    "Blowfish here protects one record; with several rows per person use "
-                    "ε-DP or (ε, δ)-DP",
-                )
     except EngineValidationError as error:
         errors.update(prefix_errors("definition", error).errors)
     typed: list[Query] = []
@@ -415,10 +438,15 @@ def plan_release(
     delta_shares = (
         split_epsilon(definition.delta, weights) if definition.delta else [0.0] * len(typed)
     )
-    statistics = tuple(
-        _plan_one(query, share, delta_share, schema, definition, noise)
-        for query, share, delta_share in zip(typed, shares, delta_shares, strict=True)
-    )
+    planned: list[PlannedStatistic] = []
+    for query, share, delta_share in zip(typed, shares, delta_shares, strict=True):
+        try:
+            planned.append(_plan_one(query, share, delta_share, schema, definition, noise))
+        except EngineValidationError as error:
+            errors.update(_rooted(error).errors)
+    if errors:
+        raise EngineValidationError(errors)
+    statistics = tuple(planned)
     warnings = (
         tuple(delta_warnings(definition.delta, schema.declared_size))
         if isinstance(definition, ApproxDP)
@@ -450,8 +478,13 @@ def epsilon_for_accuracy(
     """Accuracy first: the smallest ε (to 0.1%) at which this statistic, released alone under the
     definition, has a 95% half-width of at most ``ci95_halfwidth``. The reverse is
     :func:`preview`. Raises :class:`EngineValidationError` if no allowed ε is accurate enough."""
-    if not math.isfinite(ci95_halfwidth) or ci95_halfwidth < 0:
-        raise EngineValidationError.single("ci95_halfwidth", "must be a number ≥ 0")
+    target = math.nan
+    if isinstance(ci95_halfwidth, int | float) and not isinstance(ci95_halfwidth, bool):
+        with contextlib.suppress(OverflowError):  # a whole number beyond any float
+            target = float(ci95_halfwidth)
+    if not math.isfinite(target) or target < 0:
+        raise EngineValidationError.single("ci95_halfwidth", "must be a finite number ≥ 0")
+    ci95_halfwidth = target
     plan = plan_release(schema=schema, definition=definition, queries=[query])
     (statistic,) = plan.statistics
     if statistic.epsilon_spent == 0:
@@ -510,14 +543,163 @@ def accuracy_curve(
     return curve
 
 
+def _count_interval(value: int, halfwidth: float) -> list[int]:
+    return [max(0, value - int(halfwidth)), value + int(halfwidth)]
+
+
+def _signed_clamp(value: float, low: float, high: float, column: NumericColumn) -> list[float]:
+    """Post-processing with public facts: a sum of non-negative values is non-negative, a sum of
+    non-positive values non-positive."""
+    if column.lower >= 0:
+        value, low, high = max(0.0, value), max(0.0, low), max(0.0, high)
+    if column.upper <= 0:
+        value, low, high = min(0.0, value), min(0.0, low), min(0.0, high)
+    return [value, low, high]
+
+
+def release_statistic(planned: PlannedStatistic, exact: Any, schema: Schema) -> StatisticResult:
+    """Draw one statistic's noise on its exact answer and post-process it with public facts only.
+
+    ``exact`` is what the statistic's mechanisms take: a count; a histogram's cell counts in
+    cell order; a sum (or a list of sums, in column order) computed as exact_sums.py says; a
+    mean's (sum, count). Reads no data: :func:`run_queries` passes answers computed from the
+    table, the simulated preview answers computed from the declared shape."""
+    query = planned.query
+    common = {
+        "kind": query.kind,
+        "column": query.column,
+        "mechanism": planned.mechanism,
+        "epsilon": planned.epsilon_spent,
+        "delta": planned.delta_spent,
+        "sensitivity": planned.sensitivity,
+        "noise_scale": planned.noise_scale,
+        "accounting": "; ".join(
+            sorted({m.accounting for m in planned.mechanisms if hasattr(m, "accounting")})
+        )
+        or None,
+    }
+    if isinstance(query, Count):
+        (mechanism,) = planned.mechanisms
+        noisy = max(0, int(mechanism.release([exact])[0]))
+        return StatisticResult(
+            value=noisy, ci95=_count_interval(noisy, mechanism.halfwidth()), rule=None, **common
+        )
+    if isinstance(query, Sum) and query.columns:
+        (mechanism,) = planned.mechanisms
+        columns = [schema.column(name) for name in query.columns]
+        half = mechanism.halfwidth()
+        value, ci95 = {}, {}
+        for name, column, noisy in zip(
+            query.columns, columns, mechanism.release(exact), strict=True
+        ):
+            assert isinstance(column, NumericColumn)
+            v, low, high = _signed_clamp(noisy, noisy - half, noisy + half, column)
+            value[name], ci95[name] = v, [low, high]
+        rules = "; ".join(f"{name}: {schema.column(name).rule()}" for name in query.columns)
+        return StatisticResult(
+            value=value,
+            ci95=ci95,
+            rule=rules,
+            **{**common, "column": None, "columns": list(query.columns)},
+        )
+    column = schema.column(query.column)
+    if isinstance(query, Histogram):
+        (mechanism,) = planned.mechanisms
+        if isinstance(column, CategoricalColumn):
+            labels = column.buckets
+        else:
+            assert query.bins is not None
+            labels = bin_labels(query.bins)
+        noisy_cells = [max(0, int(v)) for v in mechanism.release(exact)]
+        halfwidth = mechanism.halfwidth()
+        return StatisticResult(
+            value=dict(zip(labels, noisy_cells, strict=True)),
+            ci95={
+                label: _count_interval(v, halfwidth)
+                for label, v in zip(labels, noisy_cells, strict=True)
+            },
+            rule=column.rule(),
+            **common,
+        )
+    assert isinstance(column, NumericColumn)
+    if isinstance(query, Sum):
+        (mechanism,) = planned.mechanisms
+        noisy_sum = mechanism.release(exact)
+        half = mechanism.halfwidth()
+        value, low, high = _signed_clamp(noisy_sum, noisy_sum - half, noisy_sum + half, column)
+        return StatisticResult(value=value, ci95=[low, high], rule=column.rule(), **common)
+    assert isinstance(query, Mean)
+    exact_sum, exact_count = exact
+    sum_part, count_part = planned.mechanisms
+    noisy_sum = sum_part.release(exact_sum)
+    raw_count = int(count_part.release([exact_count])[0])
+    denominator = max(1, raw_count)
+    mean = min(column.upper, max(column.lower, noisy_sum / denominator))
+    if raw_count >= 1:
+        spread = (
+            sum_part.halfwidth(MEAN_PART_COVERAGE)
+            + column.max_magnitude * count_part.halfwidth(MEAN_PART_COVERAGE)
+        ) / denominator
+        interval = [max(column.lower, mean - spread), min(column.upper, mean + spread)]
+    else:
+        interval = [column.lower, column.upper]
+    parts = [
+        {
+            "role": role,
+            "mechanism": m.name,
+            "epsilon": m.epsilon_spent,
+            "delta": m.delta_spent,
+            "sensitivity": m.sensitivity,
+            "noise_scale": m.scale,
+        }
+        for role, m in (("sum", sum_part), ("count", count_part))
+    ]
+    return StatisticResult(value=mean, ci95=interval, rule=column.rule(), parts=parts, **common)
+
+
 # --- reading data: only below this line -------------------------------------------------------
 
 
 def _clean_numeric(frame: pd.DataFrame, name: str, column: NumericColumn) -> np.ndarray:
+    """The column's values by its declared rules, before any arithmetic: a number beyond a bound
+    is clamped to it however large it is (``1e400`` and ``inf`` read as infinity, a number above
+    the upper bound); a missing or non-numeric value (``nan`` included) is replaced by ``fill``
+    or dropped. So no value can make a sum overflow or fail."""
     values = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    missing = ~np.isfinite(values)
+    missing = np.isnan(values)
     values = np.where(missing, column.fill, values) if column.fill is not None else values[~missing]
     return np.clip(values, column.lower, column.upper)
+
+
+def _exact_answer(planned: PlannedStatistic, frame: pd.DataFrame, schema: Schema) -> Any:
+    """What the statistic's mechanisms take, computed exactly from the cleaned table (see
+    :func:`release_statistic`); sums as exact_sums.py says, so the sensitivity covers them."""
+    query = planned.query
+    if isinstance(query, Count):
+        return len(frame)
+    if isinstance(query, Sum) and query.columns:
+        sums = []
+        for name in query.columns:
+            column = schema.column(name)
+            assert isinstance(column, NumericColumn)
+            sums.append(_column_sum(_clean_numeric(frame, name, column), column))
+        return sums
+    column = schema.column(query.column)
+    if isinstance(query, Histogram):
+        if isinstance(column, CategoricalColumn):
+            return _categorical_counts(frame, query.column, column)
+        assert isinstance(column, NumericColumn)
+        assert query.bins is not None
+        return _numeric_histogram(_clean_numeric(frame, query.column, column), query.bins)
+    assert isinstance(column, NumericColumn)
+    values = _clean_numeric(frame, query.column, column)
+    if isinstance(query, Sum):
+        return _column_sum(values, column)
+    return _column_sum(values, column), len(values)
+
+
+def _column_sum(values: np.ndarray, column: NumericColumn) -> float:
+    return grid_sum(values, sum_grid(column.max_magnitude))
 
 
 def _categorical_counts(frame: pd.DataFrame, name: str, column: CategoricalColumn) -> list[int]:
@@ -544,122 +726,6 @@ def _bound_contributions(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     keys = frame[schema.person_key].astype(str).str.strip()
     kept = frame[keys != ""]
     return kept.groupby(keys[keys != ""], sort=False).head(schema.max_rows_per_person)
-
-
-def _count_interval(value: int, halfwidth: float) -> list[int]:
-    return [max(0, value - int(halfwidth)), value + int(halfwidth)]
-
-
-def _signed_clamp(value: float, low: float, high: float, column: NumericColumn) -> list[float]:
-    """Post-processing with public facts: a sum of non-negative values is non-negative, a sum of
-    non-positive values non-positive."""
-    if column.lower >= 0:
-        value, low, high = max(0.0, value), max(0.0, low), max(0.0, high)
-    if column.upper <= 0:
-        value, low, high = min(0.0, value), min(0.0, low), min(0.0, high)
-    return [value, low, high]
-
-
-def _run_one(planned: PlannedStatistic, frame: pd.DataFrame, schema: Schema) -> StatisticResult:
-    query = planned.query
-    common = {
-        "kind": query.kind,
-        "column": query.column,
-        "mechanism": planned.mechanism,
-        "epsilon": planned.epsilon_spent,
-        "delta": planned.delta_spent,
-        "sensitivity": planned.sensitivity,
-        "noise_scale": planned.noise_scale,
-        "accounting": "; ".join(
-            sorted({m.accounting for m in planned.mechanisms if hasattr(m, "accounting")})
-        )
-        or None,
-    }
-    if isinstance(query, Count):
-        (mechanism,) = planned.mechanisms
-        noisy = max(0, int(mechanism.release([len(frame)])[0]))
-        return StatisticResult(
-            value=noisy, ci95=_count_interval(noisy, mechanism.halfwidth()), rule=None, **common
-        )
-    if isinstance(query, Sum) and query.columns:
-        (mechanism,) = planned.mechanisms
-        columns = [schema.column(name) for name in query.columns]
-        exact = [
-            math.fsum(_clean_numeric(frame, name, column).tolist())  # type: ignore[arg-type]
-            for name, column in zip(query.columns, columns, strict=True)
-        ]
-        half = mechanism.halfwidth()
-        value, ci95 = {}, {}
-        for name, column, noisy in zip(
-            query.columns, columns, mechanism.release(exact), strict=True
-        ):
-            assert isinstance(column, NumericColumn)
-            v, low, high = _signed_clamp(noisy, noisy - half, noisy + half, column)
-            value[name], ci95[name] = v, [low, high]
-        rules = "; ".join(f"{name}: {schema.column(name).rule()}" for name in query.columns)
-        return StatisticResult(
-            value=value,
-            ci95=ci95,
-            rule=rules,
-            **{**common, "column": None, "columns": list(query.columns)},
-        )
-    column = schema.column(query.column)
-    if isinstance(query, Histogram):
-        (mechanism,) = planned.mechanisms
-        if isinstance(column, CategoricalColumn):
-            labels = column.buckets
-            exact = _categorical_counts(frame, query.column, column)
-        else:
-            assert isinstance(column, NumericColumn)
-            assert query.bins is not None
-            labels = bin_labels(query.bins)
-            exact = _numeric_histogram(_clean_numeric(frame, query.column, column), query.bins)
-        noisy = [max(0, int(v)) for v in mechanism.release(exact)]
-        halfwidth = mechanism.halfwidth()
-        return StatisticResult(
-            value=dict(zip(labels, noisy, strict=True)),
-            ci95={
-                label: _count_interval(v, halfwidth) for label, v in zip(labels, noisy, strict=True)
-            },
-            rule=column.rule(),
-            **common,
-        )
-    assert isinstance(column, NumericColumn)
-    values = _clean_numeric(frame, query.column, column)
-    # fsum rounds once, so the clamped sum cannot drift past its bounds through rounding error.
-    exact_sum = math.fsum(values.tolist())
-    if isinstance(query, Sum):
-        (mechanism,) = planned.mechanisms
-        noisy_sum = mechanism.release(exact_sum)
-        half = mechanism.halfwidth()
-        value, low, high = _signed_clamp(noisy_sum, noisy_sum - half, noisy_sum + half, column)
-        return StatisticResult(value=value, ci95=[low, high], rule=column.rule(), **common)
-    assert isinstance(query, Mean)
-    sum_part, count_part = planned.mechanisms
-    noisy_sum = sum_part.release(exact_sum)
-    raw_count = int(count_part.release([len(values)])[0])
-    denominator = max(1, raw_count)
-    mean = min(column.upper, max(column.lower, noisy_sum / denominator))
-    if raw_count >= 1:
-        spread = (
-            sum_part.halfwidth(MEAN_PART_COVERAGE)
-            + column.max_magnitude * count_part.halfwidth(MEAN_PART_COVERAGE)
-        ) / denominator
-        interval = [max(column.lower, mean - spread), min(column.upper, mean + spread)]
-    else:
-        interval = [column.lower, column.upper]
-    parts = [
-        {
-            "role": role,
-            "mechanism": m.name,
-            "epsilon": m.epsilon_spent,
-            "delta": m.delta_spent,
-            "sensitivity": m.sensitivity,
-            "noise_scale": m.scale,
-        }
-        for role, m in (("sum", sum_part), ("count", count_part))
-    ]
-    return StatisticResult(value=mean, ci95=interval, rule=column.rule(), parts=parts, **common)
 
 
 def _disclose_public_missingness(
@@ -697,8 +763,15 @@ def run_queries(
     missing = [name for s in plan.statistics for name in s.columns if name not in frame.columns]
     if missing:
         raise EngineValidationError.single("columns", "the table lacks declared columns")
+    if len(frame) > MAX_ROWS:
+        raise EngineValidationError.single(
+            "rows", f"the engine answers tables of at most {MAX_ROWS:,} rows"
+        )
     frame = _bound_contributions(frame, plan.schema)
-    statistics = tuple(_run_one(planned, frame, plan.schema) for planned in plan.statistics)
+    statistics = tuple(
+        release_statistic(planned, _exact_answer(planned, frame, plan.schema), plan.schema)
+        for planned in plan.statistics
+    )
     statistics = tuple(
         _disclose_public_missingness(s, planned, plan)
         for s, planned in zip(statistics, plan.statistics, strict=True)

@@ -13,22 +13,60 @@ from typing import Any
 
 from privacy_engine.errors import EngineValidationError
 
+FROM_DATA_BOUNDS = "bounds taken from the data: they are disclosed exactly"
+FROM_DATA_CATEGORIES = "categories taken from the data: they are disclosed exactly"
+
+# The largest table the engine answers, and the largest declared size. A public cap: sums are
+# computed exactly on a grid chosen from it and the bounds (exact_sums.py), never from the real
+# number of rows, which is private.
+MAX_ROWS = 10**10
+# Bounds beyond this are refused: a sum of up to MAX_ROWS values within them (at most 10²⁵),
+# every width, sensitivity (times up to 1000 rows per person), noise scale and interval stays a
+# finite float, and exact_sums.py keeps its grid well inside the float range.
+MAX_BOUND = 1e15
+_MAX_BOUND_TEXT = f"{MAX_BOUND:.0e}".replace("e+", "e")
+# A backstop against a category list that would make one histogram huge; the web app sets its
+# own, smaller limit.
+MAX_CATEGORIES = 10_000
+
+
+def format_number(value: float) -> str:
+    """A short label that reads back as exactly ``value``: ``{:g}`` when that round-trips (0, 10,
+    2.5, 1e+15), the integer itself or the shortest round-trip form otherwise, so distinct
+    numbers always get distinct labels (1.0000001 and 1.0000002 are not both "1")."""
+    short = f"{value:g}"
+    if float(short) == value:
+        return short
+    if value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(float(value))
+
 
 @dataclass(frozen=True)
 class NumericColumn:
     """A numeric column with public bounds; values are clamped into [lower, upper].
 
     ``fill`` is the public constant that replaces a missing value; ``None`` drops it.
+    ``from_data`` marks bounds copied from the data (the "suggest from data" helper): they are
+    raw values, and every release that uses them says they are disclosed exactly.
     """
 
     lower: float
     upper: float
     fill: float | None = None
+    from_data: bool = False
     kind: str = field(default="numeric", init=False)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.lower) and math.isfinite(self.upper)):
             raise EngineValidationError.single("lower", "bounds must be finite numbers")
+        errors = {
+            key: [f"bounds must lie between -{_MAX_BOUND_TEXT} and {_MAX_BOUND_TEXT}"]
+            for key, value in (("lower", self.lower), ("upper", self.upper))
+            if abs(value) > MAX_BOUND
+        }
+        if errors:
+            raise EngineValidationError(errors)
         if self.lower >= self.upper:
             raise EngineValidationError.single("upper", "upper bound must be greater than lower")
         if self.fill is not None and not self.lower <= self.fill <= self.upper:
@@ -43,16 +81,19 @@ class NumericColumn:
         return max(abs(self.lower), abs(self.upper))
 
     def rule(self) -> str:
-        missing = f"replaced by {self.fill:g}" if self.fill is not None else "dropped"
-        return (
-            f"values clamped to [{self.lower:g}, {self.upper:g}]; "
+        missing = f"replaced by {format_number(self.fill)}" if self.fill is not None else "dropped"
+        rule = (
+            f"values clamped to [{format_number(self.lower)}, {format_number(self.upper)}]; "
             f"missing or non-numeric values {missing}"
         )
+        return f"{FROM_DATA_BOUNDS}; {rule}" if self.from_data else rule
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "lower": self.lower, "upper": self.upper}
         if self.fill is not None:
             out["fill"] = self.fill
+        if self.from_data:
+            out["from_data"] = True
         return out
 
 
@@ -67,11 +108,16 @@ class CategoricalColumn:
     categories: tuple[str, ...]
     other: str | None = None
     fill: str | None = None
+    from_data: bool = False
     kind: str = field(default="categorical", init=False)
 
     def __post_init__(self) -> None:
         if not self.categories:
             raise EngineValidationError.single("categories", "declare at least one category")
+        if len(self.categories) > MAX_CATEGORIES:
+            raise EngineValidationError.single(
+                "categories", f"declare at most {MAX_CATEGORIES:,} categories"
+            )
         if len(set(self.categories)) != len(self.categories):
             raise EngineValidationError.single("categories", "categories must be distinct")
         if self.other is not None and self.other in self.categories:
@@ -88,7 +134,8 @@ class CategoricalColumn:
     def rule(self) -> str:
         outside = f"counted as '{self.other}'" if self.other is not None else "dropped"
         missing = f"replaced by '{self.fill}'" if self.fill is not None else "dropped"
-        return f"values outside the declared categories {outside}; missing values {missing}"
+        rule = f"values outside the declared categories {outside}; missing values {missing}"
+        return f"{FROM_DATA_CATEGORIES}; {rule}" if self.from_data else rule
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "categories": list(self.categories)}
@@ -96,6 +143,8 @@ class CategoricalColumn:
             out["other"] = self.other
         if self.fill is not None:
             out["fill"] = self.fill
+        if self.from_data:
+            out["from_data"] = True
         return out
 
 
@@ -130,6 +179,10 @@ class Schema:
     person_key: str | None = None
     max_rows_per_person: int = 1
 
+    def __post_init__(self) -> None:
+        if self.declared_size is not None:
+            check_declared_size(self.declared_size)
+
     @property
     def rows_per_person(self) -> int:
         """How many records one protected unit can contribute (1 without a person key)."""
@@ -156,12 +209,38 @@ class Schema:
         return out
 
 
+def check_declared_size(declared_size: Any) -> int:
+    """A declared size is a whole number from 1 to ``MAX_ROWS``; anything else is refused
+    naming ``declared_size`` (its cost must never grow with a number the curator typed)."""
+    if isinstance(declared_size, bool) or not isinstance(declared_size, int) or declared_size < 1:
+        raise EngineValidationError.single("declared_size", "must be a positive whole number")
+    if declared_size > MAX_ROWS:
+        raise EngineValidationError.single(
+            "declared_size",
+            f"must be at most {MAX_ROWS:,}, the largest table the engine answers",
+        )
+    return declared_size
+
+
+def finite_float(value: Any) -> float | None:
+    """``value`` as a float if it is a finite JSON number (not a bool), else ``None``; a whole
+    number beyond every float (10⁴⁰⁰) is ``None`` rather than an ``OverflowError``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _number(value: Any, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise EngineValidationError.single(path, "must be a number")
-    if not math.isfinite(value):
+    number = finite_float(value)
+    if number is None:
         raise EngineValidationError.single(path, "must be a finite number")
-    return float(value)
+    return number
 
 
 def column_from_dict(spec: Mapping[str, Any]) -> Column:
@@ -169,6 +248,9 @@ def column_from_dict(spec: Mapping[str, Any]) -> Column:
     if not isinstance(spec, Mapping):
         raise EngineValidationError.single("", "must be an object")
     kind = spec.get("kind")
+    from_data = spec.get("from_data", False)
+    if not isinstance(from_data, bool):
+        raise EngineValidationError.single("from_data", "must be true or false")
     if kind == "numeric":
         errors: dict[str, list[str]] = {}
         bounds: dict[str, float] = {}
@@ -183,7 +265,9 @@ def column_from_dict(spec: Mapping[str, Any]) -> Column:
         if errors:
             raise EngineValidationError(errors)
         fill = _number(spec["fill"], "fill") if spec.get("fill") is not None else None
-        return NumericColumn(lower=bounds["lower"], upper=bounds["upper"], fill=fill)
+        return NumericColumn(
+            lower=bounds["lower"], upper=bounds["upper"], fill=fill, from_data=from_data
+        )
     if kind == "categorical":
         categories = spec.get("categories")
         if not isinstance(categories, list) or not all(isinstance(c, str) for c in categories):
@@ -198,6 +282,7 @@ def column_from_dict(spec: Mapping[str, Any]) -> Column:
             categories=tuple(c.strip() for c in categories),
             other=other.strip() if isinstance(other, str) else None,
             fill=fill.strip() if isinstance(fill, str) else None,
+            from_data=from_data,
         )
     if kind == "identifier":
         return IdentifierColumn()
@@ -228,10 +313,11 @@ def schema_from_dict(
             for path, msgs in error.errors.items():
                 errors[f"columns.{name}.{path}" if path else f"columns.{name}"] = msgs
     declared_size = spec.get("declared_size")
-    if declared_size is not None and (
-        isinstance(declared_size, bool) or not isinstance(declared_size, int) or declared_size < 1
-    ):
-        errors["declared_size"] = ["must be a positive whole number"]
+    if declared_size is not None:
+        try:
+            check_declared_size(declared_size)
+        except EngineValidationError as error:
+            errors.update(error.errors)
     person_key = spec.get("person_key")
     max_rows = spec.get("max_rows_per_person", 1)
     if person_key is not None:

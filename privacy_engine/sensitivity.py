@@ -10,12 +10,19 @@ upper − lower, partition into ranges of width w: w, distance threshold θ: θ,
 range. For a vector of sums the L1 sensitivity is the largest total change one edge allows: the
 full domain adds every range; G^{L1,θ} allows θ over the columns it names; G^{attr,c} the c largest
 ranges. Columns a policy does not name are unconstrained and contribute their whole range.
+
+A sum's sensitivity covers the sums as computed (exact_sums.py): exactly, then rounded onto a
+grid g of a power of two fixed by the bounds and the public row cap, so it is g·⌈Δ/g⌉ for the
+exact bound Δ above, equal to Δ for whole-number parameters on ordinary bounds. Under Blowfish a
+θ, w or range so small that this rounding would add more than 1% is refused.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from privacy_engine.definitions import (
@@ -32,46 +39,113 @@ from privacy_engine.definitions import (
     with_default_delta,
 )
 from privacy_engine.errors import EngineValidationError
+from privacy_engine.exact_sums import ceil_to_grid, float_up, sqrt_up, sum_grid
 from privacy_engine.policies import check_policy_against_schema
 from privacy_engine.queries import Count, Histogram, Mean, Query, Sum, query_from_dict
-from privacy_engine.schema import NumericColumn, Schema, schema_from_dict
+from privacy_engine.schema import MAX_ROWS, NumericColumn, Schema, format_number, schema_from_dict
 
 COUNT_SENSITIVITY = 1
 BLOWFISH_HISTOGRAM_SENSITIVITY = 2
 
 
-def _unconstrained_change(column: NumericColumn) -> float:
+# Rounding onto a sum's grid (exact_sums.py) may add at most this share to a sensitivity;
+# smaller parameters are refused, since the noise would then mostly cover rounding.
+MAX_ROUNDING_SHARE = Fraction(1, 100)
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """How far one neighbour moves part of a sum: ``exact`` for exact sums, ``rounded`` for the
+    sums the engine computes (exact_sums.py). If rounding would dominate, ``field`` and ``what``
+    name the parameter, and ``step`` is the most rounding can add to ``exact``."""
+
+    exact: Fraction
+    rounded: Fraction
+    field: str
+    step: float
+    what: str
+
+
+def _width(column: NumericColumn) -> Fraction:
+    return Fraction(column.upper) - Fraction(column.lower)
+
+
+def _column_field(name: str) -> str:
+    return f"columns.{name}.lower" if name else "lower"
+
+
+def _on_grid(exact: Fraction, column: NumericColumn, field: str, what: str) -> _Bound:
+    grid = sum_grid(column.max_magnitude)
+    return _Bound(exact, ceil_to_grid(exact, grid), field, grid, what)
+
+
+def _unconstrained(name: str, column: NumericColumn) -> _Bound:
     """How far one replaced record can move a column's clamped sum when nothing constrains it:
     its range, or its largest magnitude when a missing value (dropped, so contributing 0) may be
     replaced by a present one."""
-    if column.fill is not None:
-        return column.width
-    return max(column.width, column.max_magnitude)
+    exact = _width(column)
+    if column.fill is None:
+        exact = max(exact, Fraction(column.max_magnitude))
+    return _on_grid(exact, column, _column_field(name), f"the range of {name or 'the column'}")
 
 
-def _blowfish_sum(columns: Mapping[str, NumericColumn], policy: Any) -> float:
+def _blowfish_sum(columns: Mapping[str, NumericColumn], policy: Any) -> list[_Bound]:
     # A partition or distance policy constrains the columns it names along the edges of its
     # graph (Definition 6). A missing value has no distance or range, so it has no edge to a
     # number: whether a value is missing is not one of the policy's secrets. The release's rule
     # and the wizard say so; declaring a fill value turns missing values into numbers the policy
     # protects. Columns the policy does not name may change arbitrarily.
-    widths = {name: _unconstrained_change(column) for name, column in columns.items()}
-    ranges = {name: column.width for name, column in columns.items()}
+    free = {name: _unconstrained(name, column) for name, column in columns.items()}
     if isinstance(policy, FullDomain | CategoricalPartition):
-        return math.fsum(widths.values())
+        return list(free.values())
     if isinstance(policy, RangePartition):
-        return math.fsum(
-            min(policy.width, ranges[name]) if name == policy.column else width
-            for name, width in widths.items()
-        )
+        bounds = []
+        for name, column in columns.items():
+            if name != policy.column:
+                bounds.append(free[name])
+                continue
+            width = Fraction(policy.width)
+            if width < _width(column):
+                bounds.append(_on_grid(width, column, "policy.width", "the width w"))
+            else:
+                bounds.append(
+                    _on_grid(_width(column), column, _column_field(name), f"the range of {name}")
+                )
+        return bounds
     if isinstance(policy, DistanceThreshold):
-        named = [ranges[name] for name in widths if name in policy.columns]
-        free = [w for name, w in widths.items() if name not in policy.columns]
-        constrained = min(policy.theta, math.fsum(named)) if named else 0.0
-        return constrained + math.fsum(free)
+        named = [name for name in columns if name in policy.columns]
+        bounds = [free[name] for name in columns if name not in policy.columns]
+        ranges = [
+            _on_grid(_width(columns[n]), columns[n], _column_field(n), f"the range of {n}")
+            for n in named
+        ]
+        theta = Fraction(policy.theta)
+        if not named or theta >= sum(b.exact for b in ranges):
+            return bounds + ranges
+        # Each summed column's rounded sum may move one grid step beyond its share of θ.
+        coarsest = max(sum_grid(columns[name].max_magnitude) for name in named)
+        step = Fraction(coarsest)
+        rounded = min(
+            sum(b.rounded for b in ranges), step * (math.ceil(theta / step) + len(named) - 1)
+        )
+        return [*bounds, _Bound(theta, rounded, "policy.theta", len(named) * coarsest, "θ")]
     if isinstance(policy, AttributeGraph):
-        return math.fsum(sorted(widths.values(), reverse=True)[: policy.c])
+        return sorted(free.values(), key=lambda b: b.rounded, reverse=True)[: policy.c]
     raise TypeError(f"unsupported policy {policy!r}")
+
+
+def _refuse_dominant_rounding(bounds: list[_Bound]) -> None:
+    for bound in bounds:
+        if bound.rounded > bound.exact * (1 + MAX_ROUNDING_SHARE):
+            smallest = float_up(Fraction(bound.step) / MAX_ROUNDING_SHARE)
+            raise EngineValidationError.single(
+                bound.field,
+                f"{bound.what} ({format_number(float(bound.exact))}) is too small next to the "
+                f"column's bounds for an exact sum: sums of up to {MAX_ROWS:,} records are "
+                f"computed in steps of {format_number(bound.step)}, which would add more than "
+                f"{float(MAX_ROUNDING_SHARE):.0%} to the sensitivity. Make it at least "
+                f"{format_number(smallest)}, declare bounds nearer 0, or choose ε-DP.",
+            )
 
 
 def missing_is_public(column_name: str, column: NumericColumn, definition: Definition) -> bool:
@@ -92,17 +166,32 @@ def sum_sensitivity(
     definition: Definition,
     *,
     norm: str = "l1",
+    rows_per_person: int = 1,
 ) -> float:
-    """Sensitivity of the clamped sum of one column, or of the vector of sums of several."""
+    """Sensitivity of the clamped sum of one column, or of the vector of sums of several, as the
+    engine computes them (exact_sums.py): the most one protected unit (``rows_per_person`` rows)
+    can move the computed answer, rounding included, in the mechanism's norm.
+
+    Under Blowfish, raises :class:`EngineValidationError` naming ``policy.theta``,
+    ``policy.width`` or ``columns.<name>.lower`` when rounding would add more than
+    ``MAX_ROUNDING_SHARE`` to the sensitivity."""
     if isinstance(columns, NumericColumn):
         columns = {"": columns}
+    rows = Fraction(rows_per_person)
     if isinstance(definition, PureDP | ApproxDP):
-        magnitudes = [column.max_magnitude for column in columns.values()]
+        # Adding or removing rows moves each column's exact sum by at most rows·m; m/g > 4.5·10⁵,
+        # so rounding adds at most 2.2·10⁻⁶ of it (nothing for whole numbers up to 9·10⁵).
+        parts = [
+            ceil_to_grid(rows * Fraction(column.max_magnitude), sum_grid(column.max_magnitude))
+            for column in columns.values()
+        ]
         if norm == "l2":
-            return math.sqrt(math.fsum(m * m for m in magnitudes))
-        return math.fsum(magnitudes)
+            return sqrt_up(sum(part * part for part in parts))
+        return float_up(sum(parts))
     if isinstance(definition, Blowfish):
-        return _blowfish_sum(columns, definition.policy)
+        bounds = _blowfish_sum(columns, definition.policy)
+        _refuse_dominant_rounding(bounds)
+        return float_up(rows * sum(bound.rounded for bound in bounds))
     raise TypeError(f"unsupported definition {definition!r}")
 
 
@@ -150,12 +239,6 @@ def sensitivity(
     definition = definition_from_dict(with_default_delta(definition, schema.declared_size))
     if isinstance(definition, Blowfish):
         check_policy_against_schema(definition.policy, schema)
-        if schema.rows_per_person > 1:
-            raise EngineValidationError.single(
-                "kind",
-                "Blowfish here protects one record; with several rows per person use "
-                "ε-DP or (ε, δ)-DP",
-            )
     query = query_from_dict(query, schema)
     norm = "l2" if isinstance(definition, ApproxDP) else "l1"
     # With a person key, one protected unit is up to c rows.
@@ -168,5 +251,10 @@ def sensitivity(
         names = query.summed_columns if isinstance(query, Sum) else (query.column,)
         columns = {name: schema.column(name) for name in names}
         assert all(isinstance(col, NumericColumn) for col in columns.values())
-        return c * sum_sensitivity(columns, definition, norm=norm)  # type: ignore[arg-type]
+        return sum_sensitivity(
+            columns,  # type: ignore[arg-type]
+            definition,
+            norm=norm,
+            rows_per_person=c,
+        )
     raise TypeError(f"unsupported query {query!r}")

@@ -6,14 +6,31 @@ All functions are exact closed forms; none of them touches data.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
+
+# Largest x with e^x finite: beyond it a bound is no finite number.
+_LOG_MAX_FLOAT = math.log(sys.float_info.max)
+
+
+def _finite(value: float, message: str) -> float:
+    """``value`` as a float, or :class:`ValueError` with ``message`` for a non-number, a NaN, an
+    infinity or a whole number beyond any float (``math.isfinite(10**400)`` would overflow)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(message)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ValueError(message) from None
+    if not math.isfinite(number):
+        raise ValueError(message)
+    return number
 
 
 def epsilon_to_truth_probability(epsilon: float) -> float:
     """Probability that the most revealing ε-DP mechanism answers a yes/no question about one
     person truthfully: p = e^ε / (1 + e^ε). ε = 0.1 → 0.52498; ε = 0.01 → 0.50250."""
-    if not math.isfinite(epsilon) or epsilon < 0:
-        raise ValueError("epsilon must be a finite number ≥ 0")
+    epsilon = _check_epsilon(epsilon)
     # 1 / (1 + e^-ε) is the same number without overflow for large ε.
     return 1.0 / (1.0 + math.exp(-epsilon))
 
@@ -25,9 +42,11 @@ def truth_probability_to_epsilon(probability: float) -> float:
     return math.log(probability / (1.0 - probability))
 
 
-def _check_epsilon(epsilon: float) -> None:
-    if isinstance(epsilon, bool) or not math.isfinite(epsilon) or epsilon < 0:
+def _check_epsilon(epsilon: float) -> float:
+    number = _finite(epsilon, "epsilon must be a finite number ≥ 0")
+    if number < 0:
         raise ValueError("epsilon must be a finite number ≥ 0")
+    return number
 
 
 def posterior_bound(*, prior: float, epsilon: float) -> float:
@@ -35,19 +54,44 @@ def posterior_bound(*, prior: float, epsilon: float) -> float:
     q: the odds move by at most e^ε, so q → e^ε·q / (1 − q + e^ε·q). q = 10%, ε = 0.2 → 11.95%."""
     if not 0.0 <= prior <= 1.0:
         raise ValueError("prior must be in [0, 1]")
-    _check_epsilon(epsilon)
+    epsilon = _check_epsilon(epsilon)
+    if prior == 0:
+        return 0.0  # a certainty stays one, even where e^-ε underflows to 0
     # Same number as e^ε·q / (1 − q + e^ε·q), without overflow for large ε.
     return prior / (prior + (1.0 - prior) * math.exp(-epsilon))
 
 
 def group_privacy(*, group_size: int, epsilon: float, delta: float = 0.0) -> tuple[float, float]:
-    """Guarantee for a group of c people: (c·ε, c·e^{(c−1)ε}·δ)."""
+    """Guarantee for a group of c people: (c·ε, c·e^{(c−1)ε}·δ). Raises :class:`ValueError` when
+    either number is beyond any float: such a group is not protected in any useful sense."""
     if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
         raise ValueError("group size must be a whole number ≥ 1")
-    _check_epsilon(epsilon)
+    epsilon = _check_epsilon(epsilon)
     if not 0.0 <= delta <= 1.0:
         raise ValueError("delta must be in [0, 1]")
-    return group_size * epsilon, group_size * math.exp((group_size - 1) * epsilon) * delta
+    too_large = (
+        f"group size × ε is beyond any finite number at ε = {epsilon:g}: such a group is not "
+        "protected; choose a smaller group size or ε"
+    )
+    try:
+        group_epsilon = group_size * epsilon if epsilon else 0.0
+    except OverflowError:  # a whole number beyond any float
+        raise ValueError(too_large) from None
+    if not math.isfinite(group_epsilon):
+        raise ValueError(too_large)
+    if delta == 0:
+        return group_epsilon, 0.0
+    exponent = (group_size - 1) * epsilon if epsilon else 0.0
+    # ln(c·e^{(c−1)ε}·δ) decides whether the δ bound is a finite number before computing it.
+    log_delta = math.log(group_size) + exponent + math.log(delta)
+    if log_delta > _LOG_MAX_FLOAT:
+        raise ValueError(
+            f"the group's δ, c·e^{{(c−1)ε}}·δ, is beyond any finite number for this group "
+            f"size at ε = {epsilon:g}: choose a smaller group size or ε"
+        )
+    if exponent > _LOG_MAX_FLOAT or group_size > 2**53:  # a factor alone would overflow
+        return group_epsilon, math.exp(log_delta)
+    return group_epsilon, group_size * math.exp(exponent) * delta
 
 
 def distance_threshold_epsilon(*, distance: float, theta: float, epsilon: float) -> float:

@@ -5,7 +5,7 @@ Blowfish ledger an ε-DP release costs 2ε and an (ε, δ)-DP one (2ε, (1 + e^�
 is a removal plus an addition. Blowfish never goes on a DP ledger, and two policies never mix.
 """
 
-from decimal import ROUND_CEILING, Decimal, localcontext
+from decimal import Decimal, localcontext
 
 import pytest
 
@@ -37,10 +37,6 @@ BLOWFISH_LEDGER = Ledger(
 
 def charge(definition, ledger, epsilon=EPSILON, delta=Decimal(0)):
     return ledger_charge(definition=definition, epsilon=epsilon, delta=delta, ledger=ledger)
-
-
-def exact_ceiling(value: Decimal) -> Decimal:
-    return value.quantize(Decimal("1e-12"), rounding=ROUND_CEILING)
 
 
 # --- the ledger a first release opens -----------------------------------------------------------
@@ -203,25 +199,25 @@ def test_blowfish_ledger_charges_an_approx_dp_release_2_epsilon_and_1_plus_e_to_
     # given (1 + e^0.5)·10⁻⁶ = 2.6487212707001281…·10⁻⁶
     with localcontext() as context:
         context.prec = 60
-        expected_delta = exact_ceiling((1 + EPSILON.exp()) * DELTA)
+        exact_delta = (1 + EPSILON.exp()) * DELTA
 
     # when
     charged = charge(ApproxDP(epsilon=0.5, delta=1e-6), BLOWFISH_LEDGER, delta=DELTA)
 
-    # then
-    assert charged == (Decimal("1.0"), expected_delta)
-    assert expected_delta == Decimal("0.000002648722")
+    # then δ is recorded to 15 significant digits, rounded up
+    assert charged == (Decimal("1.0"), Decimal("0.00000264872127070013"))
+    assert Decimal(0) < charged[1] - exact_delta < Decimal("1e-20")
 
 
 def test_approx_dp_delta_on_a_blowfish_ledger_is_rounded_up_never_down():
-    # given δ whose (1 + e^ε)·δ falls just above a 12th-place boundary
+    # given δ whose (1 + e^ε)·δ has more than 15 significant digits
     epsilon, delta = Decimal("1"), Decimal("0.000000000001")
 
     # when
     _, charged_delta = charge(ApproxDP(epsilon=1.0, delta=1e-12), BLOWFISH_LEDGER, epsilon, delta)
 
-    # then: (1 + e)·10⁻¹² = 3.718…·10⁻¹² rounds up to 4·10⁻¹²
-    assert charged_delta == Decimal("0.000000000004")
+    # then: (1 + e)·10⁻¹² = 3.71828182845904523…·10⁻¹² rounds up at its 15th digit
+    assert charged_delta == Decimal("3.71828182845905E-12")
 
 
 def test_blowfish_ledger_accepts_the_same_partition_listed_in_another_order():

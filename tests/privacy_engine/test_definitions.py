@@ -8,6 +8,7 @@ preview through ``plan_release`` / ``preview``; malformed definitions must name 
 
 import math
 from decimal import Decimal
+from fractions import Fraction
 
 import pandas as pd
 import pytest
@@ -89,7 +90,9 @@ ARTICLE_CASES = [
     pytest.param(
         SUM_AGE_AND_INCOME,
         blowfish({"graph": "distance_threshold", "columns": ["age", "income"], "theta": 5}),
-        5,
+        # θ, plus one step of income's grid (2⁻⁹, exact_sums.py): moving age by a hair and
+        # income by almost θ can move each rounded sum one step beyond its share of θ.
+        5 + 2**-9,
         id="l1-distance-threshold-over-both-columns",
     ),
     pytest.param(
@@ -186,7 +189,10 @@ def test_approx_dp_preview_of_a_two_column_sum_uses_the_l2_sensitivity():
     # then
     assert entry["mechanism"] == "gaussian"
     assert entry["columns"] == ["age", "income"]
-    assert entry["sensitivity"] == math.sqrt(100**2 + 1000**2)
+    # √(100² + 1000²) rounded up, never down: the smallest float whose square covers it
+    assert Fraction(entry["sensitivity"]) ** 2 >= 100**2 + 1000**2
+    assert Fraction(math.nextafter(entry["sensitivity"], 0)) ** 2 < 100**2 + 1000**2
+    assert entry["sensitivity"] == pytest.approx(math.sqrt(100**2 + 1000**2), rel=1e-15)
     assert entry["epsilon"] == 1.0
     assert entry["delta"] == 1e-6
 

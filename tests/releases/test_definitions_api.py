@@ -3,7 +3,7 @@ definition kinds, and "Composition"): drafts with previews, 400s naming the bad 
 published end to end in-process, and the ledger's rules for mixing definitions on one dataset."""
 
 import math
-from decimal import ROUND_CEILING, Decimal, localcontext
+from decimal import Decimal, localcontext
 
 import pytest
 
@@ -106,10 +106,6 @@ def ledger_state(dataset: Dataset) -> tuple:
         list(LedgerEntry.objects.order_by("id").values_list("release_id", "epsilon", "delta")),
         AuditEvent.objects.count(),
     )
-
-
-def ceiling_12(value: Decimal) -> Decimal:
-    return value.quantize(Decimal("1e-12"), rounding=ROUND_CEILING)
 
 
 # --- drafts -------------------------------------------------------------------------------------
@@ -440,16 +436,16 @@ def test_approx_dp_release_on_a_blowfish_dataset_is_charged_2_epsilon_and_1_plus
     release_id = create_draft(curator_client, delta_dataset, approx_dp(0.3), "Gaussian")
     with localcontext() as context:
         context.prec = 60
-        expected_delta = ceiling_12((1 + Decimal("0.3").exp()) * Decimal("0.000001"))
+        exact_delta = (1 + Decimal("0.3").exp()) * Decimal("0.000001")
 
     # when
     response = submit(curator_client, release_id)
 
-    # then
+    # then δ is charged to 15 significant digits, rounded up
     assert response.status_code == 202
     entry = LedgerEntry.objects.get(release_id=release_id)
-    assert (entry.epsilon, entry.delta) == (Decimal("0.6"), expected_delta)
-    assert expected_delta == Decimal("0.000002349859")
+    assert (entry.epsilon, entry.delta) == (Decimal("0.6"), Decimal("0.00000234985880757601"))
+    assert Decimal(0) < entry.delta - exact_delta < Decimal("1e-20")
 
 
 def test_blowfish_release_on_a_dp_dataset_is_409_and_changes_nothing(curator_client, dataset):

@@ -1,0 +1,123 @@
+"""Sums computed exactly, so that the published sensitivity bounds how far the answers the engine
+really computes for neighbouring tables can differ, rounding included.
+
+A floating-point sum carries rounding of about one ulp of its total. Next to max(|lower|, |upper|)
+that is negligible, but a Blowfish sensitivity (θ, a partition width w, a narrow range) can be
+smaller than one ulp of a large total: with θ = 1e-8 on bounds [0, 10⁶], neighbouring float sums
+can differ by far more than θ, and noise calibrated to θ would not hide the change. So a sum is
+computed as follows, and the argument holds for every table:
+
+1. Each value is clamped to [lower, upper] (``np.clip`` returns the value or a bound: exact), so
+   |x| ≤ m = max(|lower|, |upper|); at most ``MAX_ROWS`` rows are summed (a public cap).
+2. Let T = Σ x be the exact (rational) sum. The engine answers Q(T) = g·⌊T/g + ½⌋: T rounded half
+   up to a multiple of g, a power of two chosen from public facts only (m and ``MAX_ROWS``, never
+   the private number of rows) with ``MAX_ROWS``·(m/g + 1) ≤ 2⁵³, so every multiple of g up to
+   the largest possible |T| is an exact float. :func:`grid_sum` computes Q(T) with no rounding at
+   all: whole grid steps are summed as integers and the remainders' sum is compared exactly
+   (``math.fsum`` is correctly rounded, so the sign of a sum is exact).
+3. Q is monotone and commutes with shifts by whole grid steps, and ⌊a⌋ − ⌊a − s⌋ ≤ ⌈s⌉ for
+   s ≥ 0. So if neighbouring tables have |T − T'| ≤ Δ, then |Q(T) − Q(T')| ≤ g·⌈Δ/g⌉, the
+   published sensitivity, computed from the parameters as exact rationals (:func:`ceil_to_grid`).
+   It equals Δ whenever Δ is a multiple of g, as whole-number bounds, θ and w are while
+   m ≤ 9·10⁵ (g ≤ 1 there; g = 2⁻¹³ for bounds [0, 100]).
+4. A vector of sums is rounded componentwise. Where a policy bounds the L1 distance over J summed
+   columns by θ, Σⱼ gⱼ·⌈dⱼ/gⱼ⌉ ≤ G·(⌈θ/G⌉ + J − 1) with G the coarsest of their grids (each gⱼ
+   divides G): one record may move each column's sum by one grid step beyond its share of θ.
+5. The mechanisms (OpenDP's Laplace and Gaussian measurements) take Q(T) with that sensitivity as
+   their d_in; their own floating-point care is part of their privacy maps.
+
+Rounding moves a published sum by at most g/2 (6·10⁻⁵ for bounds [0, 100]), far below the noise.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from privacy_engine.schema import MAX_ROWS
+
+# Largest |value| / grid allowed, so that MAX_ROWS·(|value|/grid + 1) ≤ 2⁵³.
+_STEPS_PER_VALUE = Fraction(2**53, MAX_ROWS) - 1
+# Grids stay normal floats, so scaling a value by the grid is exact.
+_MIN_GRID_EXPONENT = -1022
+
+
+def sum_grid(magnitude: float) -> float:
+    """The grid g of a sum of values with |x| ≤ ``magnitude``: the smallest power of two
+    (≥ 2⁻¹⁰²²) with ``MAX_ROWS``·(magnitude/g + 1) ≤ 2⁵³."""
+    exact = Fraction(magnitude)
+    ratio = magnitude / float(_STEPS_PER_VALUE)
+    # Start just below the answer (frexp's exponent is ⌈log₂⌉ or one more) and walk up.
+    exponent = _MIN_GRID_EXPONENT
+    if ratio > 0:
+        exponent = max(exponent, math.frexp(ratio)[1] - 2)
+    while exact > _STEPS_PER_VALUE * Fraction(2) ** exponent:
+        exponent += 1
+    return math.ldexp(1.0, exponent)
+
+
+def grid_sum(values: np.ndarray, grid: float) -> float:
+    """Q(Σ values): the exact sum rounded half up to a multiple of ``grid``, with no rounding
+    anywhere else. ``values`` are finite, at most ``MAX_ROWS``, and |x| ≤ m for the m whose
+    :func:`sum_grid` is ``grid``."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return 0.0
+    if values.size > MAX_ROWS:
+        raise ValueError(f"an exact sum takes at most {MAX_ROWS} values")
+    # x = g·k + r exactly: k = trunc(x/g) (scaling by a power of two is exact, or underflows
+    # only where |x/g| < 1 and k = 0 anyway), and r = x − g·k has x's sign and |r| < g. r is a
+    # multiple of ulp(x) below 2⁵³ of them (or 0, when g divides x), so it is a float.
+    whole = np.trunc(values / grid)
+    rest = (values - whole * grid).tolist()
+    # |Σk| ≤ MAX_ROWS·m/g < 2⁵³: exact in 64-bit integers.
+    steps = int(whole.astype(np.int64).sum()) + _nearest_step(rest, grid)
+    # |steps| ≤ 2⁵³ and the grid is a power of two: the product is exact.
+    return steps * grid
+
+
+def _nearest_step(rest: list[float], grid: float) -> int:
+    """The whole number j with (j − ½)·g ≤ Σ rest < (j + ½)·g, for the exact Σ rest."""
+
+    def reaches(threshold: float) -> bool:
+        # fsum is correctly rounded, so its sign is the exact sign of Σ rest − threshold.
+        rest.append(-threshold)
+        try:
+            return math.fsum(rest) >= 0
+        finally:
+            rest.pop()
+
+    # A first guess from the rounded sum; the exact comparisons settle any rounding. j ± ½ and
+    # (j ± ½)·g are exact floats: |j| ≤ MAX_ROWS and g is a power of two.
+    step = math.floor(math.fsum(rest) / grid + 0.5)
+    while not reaches((step - 0.5) * grid):
+        step -= 1
+    while reaches((step + 0.5) * grid):
+        step += 1
+    return step
+
+
+def ceil_to_grid(amount: Fraction, grid: float) -> Fraction:
+    """g·⌈amount/g⌉: the bound on rounded sums when exact sums differ by at most ``amount``."""
+    step = Fraction(grid)
+    return step * math.ceil(amount / step)
+
+
+def float_up(amount: Fraction) -> float:
+    """The smallest float ≥ ``amount``: a published bound never rounds down."""
+    value = float(amount)
+    if Fraction(value) < amount:
+        value = math.nextafter(value, math.inf)
+    return value
+
+
+def sqrt_up(amount: Fraction) -> float:
+    """The smallest float whose square is ≥ ``amount``, for L2 sensitivities."""
+    value = math.sqrt(float_up(amount))
+    while Fraction(value) ** 2 < amount:
+        value = math.nextafter(value, math.inf)
+    while value > 0 and Fraction(math.nextafter(value, 0.0)) ** 2 >= amount:
+        value = math.nextafter(value, 0.0)
+    return value
