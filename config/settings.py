@@ -128,6 +128,12 @@ MEDIA_ROOT = VAR_DIR / "media"
 
 DATASET_MAX_UPLOAD_BYTES = env.int("DATASET_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = DATASET_MAX_UPLOAD_BYTES + 1024 * 1024
+# Bounds on what a client can choose, so every request and every public page stays small.
+DATASET_MAX_COLUMNS = env.int("DATASET_MAX_COLUMNS", default=200)
+SCHEMA_MAX_CATEGORIES = env.int("SCHEMA_MAX_CATEGORIES", default=200)
+RELEASE_MAX_STATISTICS = env.int("RELEASE_MAX_STATISTICS", default=50)
+# Published cells (a count is 1, a histogram one per bar) per release: the public page's size.
+RELEASE_MAX_CELLS = env.int("RELEASE_MAX_CELLS", default=2000)
 DEFAULT_BUDGET_EPSILON = env.str("DEFAULT_BUDGET_EPSILON", default="1.0")
 DEFAULT_BUDGET_DELTA = env.str("DEFAULT_BUDGET_DELTA", default="0")
 
@@ -163,6 +169,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=600)
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=660)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker holding a release refreshes its heartbeat this often; a running release whose
+# heartbeat is older than RELEASE_STALE_SECONDS has lost its worker and is redelivered.
+RELEASE_HEARTBEAT_SECONDS = env.float("RELEASE_HEARTBEAT_SECONDS", default=5.0)
+RELEASE_STALE_SECONDS = env.float("RELEASE_STALE_SECONDS", default=60.0)
+# A release whose worker stopped this many times fails with that reason instead of looping.
+RELEASE_MAX_DELIVERIES = env.int("RELEASE_MAX_DELIVERIES", default=3)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 LOGGING = {

@@ -39,6 +39,8 @@ def release_storage() -> FileSystemStorage:
 
 
 BUDGET_FIELD = {"max_digits": 24, "decimal_places": 12}
+# δ is recorded exactly as published (1e-14 stays 1e-14): far more places than ε needs.
+DELTA_FIELD = {"max_digits": 40, "decimal_places": 30}
 
 
 class LedgerKind(models.TextChoices):
@@ -52,14 +54,25 @@ class Dataset(models.Model):
     )
     name = models.CharField(max_length=200)
     file = models.FileField(storage=private_storage, upload_to="datasets/")
-    row_count = models.PositiveIntegerField()
+    # SHA-256 of the uploaded bytes: the same table uploaded twice must not get a fresh budget.
+    sha256 = models.CharField(max_length=64, blank=True, db_index=True)
+    # Set when the curator confirmed that identical bytes are a new collection (own budget).
+    duplicate_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="duplicates"
+    )
+    # The CSV dialect detected once at upload ({"delimiter": ",", ...}); every later read uses it.
+    csv_dialect = models.JSONField(default=dict)
+    # The last "suggest from data" output (private, the curator's side only): a schema saved with
+    # these values unchanged is marked as taken from the data.
+    schema_suggestion = models.JSONField(null=True, blank=True)
+    row_count = models.PositiveBigIntegerField()
     # [{"name": ..., "inferred_kind": ...}] in file order.
     columns = models.JSONField()
     # The curator's declaration: {"columns": {...}, "declared_size": n}. Public facts only.
     schema = models.JSONField(default=dict)
-    declared_size = models.PositiveIntegerField(null=True, blank=True)
+    declared_size = models.PositiveBigIntegerField(null=True, blank=True)
     budget_epsilon = models.DecimalField(**BUDGET_FIELD)
-    budget_delta = models.DecimalField(**BUDGET_FIELD, default=Decimal(0))
+    budget_delta = models.DecimalField(**DELTA_FIELD, default=Decimal(0))
     # Fixed by the first submitted release; until then any definition may be chosen.
     ledger_kind = models.CharField(max_length=40, choices=LedgerKind.choices, blank=True)
     # The Blowfish policy of a Blowfish ledger, as JSON.
@@ -120,8 +133,14 @@ class Release(models.Model):
     failure_reason = models.TextField(blank=True)
     version = models.PositiveIntegerField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True, help_text="host:pid of the worker")
+    # The delivery that holds the release: only it may store answers and settle the ledger.
+    claim_token = models.CharField(max_length=64, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    # Refreshed by the holding worker while it computes; the reaper works from this.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    deliveries = models.PositiveIntegerField(default=0)
     epsilon_charged = models.DecimalField(**BUDGET_FIELD, null=True, blank=True)
-    delta_charged = models.DecimalField(**BUDGET_FIELD, null=True, blank=True)
+    delta_charged = models.DecimalField(**DELTA_FIELD, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
     published_at = models.DateTimeField(null=True, blank=True)
@@ -174,7 +193,7 @@ class LedgerEntry(models.Model):
     release = models.OneToOneField(Release, on_delete=models.PROTECT, related_name="ledger_entry")
     definition_kind = models.CharField(max_length=40)
     epsilon = models.DecimalField(**BUDGET_FIELD)
-    delta = models.DecimalField(**BUDGET_FIELD, default=Decimal(0))
+    delta = models.DecimalField(**DELTA_FIELD, default=Decimal(0))
     state = models.CharField(max_length=20, choices=State.choices, default=State.RESERVED)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -1,15 +1,21 @@
 """What a worker does with a queued release: draw every noisy answer once, then publish.
 
-Three short transactions, each idempotent, so a redelivered or retried task resumes where the last
-one stopped and never draws fresh noise or charges twice:
-1. claim: queued → running (a running release is resumed);
-2. draw: if no answers are stored, read the table, draw all answers and store them, and mark the
-   reservation spent, in one transaction;
-3. publish: write the files from the stored answers and give the release its version.
+A delivery of the task first *claims* the release (queued → running, with a fresh claim token),
+then works in short transactions, each of which locks the release row and goes on only while this
+delivery still holds it (running, same token):
+1. draw: if no answers are stored, read the table and draw every answer outside any transaction,
+   then store them and mark the reservation spent, in one transaction;
+2. publish: write the files from the stored answers and give the release its version.
+While it works, the delivery refreshes the release's heartbeat (``releases.services.heartbeat``).
 
-A delivery lost with its worker (killed, out of memory, past the hard time limit) is redelivered,
-because tasks are acknowledged late and rejected when the worker is lost; releases left running
-past the time limit are failed by ``release_reap_stale`` (``manage.py reap_stale_releases``).
+A delivery that finds the release not queued does nothing: it is a duplicate, or arrives late
+(Redis restores an unacknowledged message after its visibility timeout). A worker that dies
+(killed, out of memory) stops the heartbeat; ``release_reap_stale``, run by every worker at start
+and then periodically (and by ``manage.py reap_stale_releases`` from cron if wanted), puts a
+running release whose heartbeat is stale back to queued and sends a new message, on every broker.
+The next delivery resumes from the stored answers, so noise is never drawn twice. After
+``RELEASE_MAX_DELIVERIES`` stops the release fails with that reason instead. A late worker whose
+release was taken from it stores nothing and settles nothing.
 """
 
 import csv
@@ -17,17 +23,25 @@ import hashlib
 import io
 import json
 import logging
-from datetime import timedelta
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import DatabaseError, transaction
+from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from privacy_engine import EngineValidationError, run_queries
 from releases.models import LedgerEntry, NoisyAnswer, Release, ReleaseFile, ReleaseSeries
 from releases.services.audit import AuditAction, audit_record
+from releases.services.heartbeat import Ticker, release_heartbeat
 from releases.services.releases import series_next_version
 from releases.services.tables import TableError, table_load
 
@@ -48,44 +62,80 @@ CSV_FIELDS = [
     "noise_scale",
     "rule",
 ]
+# A spreadsheet runs a cell starting with one of these as a formula (OWASP, "CSV injection").
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 
 
 class ReleaseFailure(Exception):
     """A reason safe to show the curator: it names no value from the table."""
 
 
-def _set_progress(release_id: int, progress: float) -> None:
-    Release.objects.filter(pk=release_id).update(progress=progress)
+class ReleaseNotHeld(Exception):
+    """This delivery no longer holds the release: it was reaped (and perhaps claimed again)."""
 
 
-def _claim(release_id: int, worker: str) -> bool:
+@dataclass(frozen=True)
+class ReapedRelease:
+    release_id: int
+    outcome: str  # "redelivered" or "failed"
+
+
+def _claim(release_id: int, worker: str) -> str | None:
+    """Take a queued release for this delivery; its claim token, or None when there is nothing
+    to do (published, failed, or held by another delivery whose heartbeat the reaper watches)."""
     with transaction.atomic():
         release = Release.objects.select_for_update().get(pk=release_id)
-        if release.status == Release.Status.QUEUED:
-            release.status = Release.Status.RUNNING
-            release.progress = 0.1
-            release.worker = worker
-            release.save(update_fields=["status", "progress", "worker"])
-            audit_record(
-                actor=None,
-                action=AuditAction.TASK_STARTED,
-                object_type="release",
-                object_id=release.pk,
-                dataset_id=release.dataset_id,
-                details={"worker": worker},
-            )
-            return True
-        # A running release was claimed by a delivery that died; this redelivery resumes it.
-        return release.status == Release.Status.RUNNING
+        if release.status != Release.Status.QUEUED:
+            return None
+        now = timezone.now()
+        release.status = Release.Status.RUNNING
+        release.claim_token = uuid.uuid4().hex
+        release.claimed_at = now
+        release.heartbeat_at = now
+        release.progress = max(release.progress, 0.1)
+        release.worker = worker
+        release.save(
+            update_fields=[
+                "status",
+                "claim_token",
+                "claimed_at",
+                "heartbeat_at",
+                "progress",
+                "worker",
+            ]
+        )
+        audit_record(
+            actor=None,
+            action=AuditAction.TASK_STARTED,
+            object_type="release",
+            object_id=release.pk,
+            dataset_id=release.dataset_id,
+            details={"worker": worker},
+        )
+        return release.claim_token
 
 
-def _draw(release_id: int) -> None:
+def _held(release_id: int, claim_token: str) -> Release:
+    """The release row, locked, if this delivery still holds it; call inside a transaction."""
+    release = Release.objects.select_for_update().get(pk=release_id)
+    if release.status != Release.Status.RUNNING or release.claim_token != claim_token:
+        raise ReleaseNotHeld
+    return release
+
+
+def _set_progress(release_id: int, claim_token: str, progress: float) -> None:
+    Release.objects.filter(
+        pk=release_id, claim_token=claim_token, status=Release.Status.RUNNING
+    ).update(progress=progress)
+
+
+def _draw(release_id: int, claim_token: str) -> None:
     release = Release.objects.select_related("dataset").get(pk=release_id)
     if release.answers.exists():
         return
     # Reading and computing happen outside any transaction, so a long computation does not hold
     # the database's write lock (SQLite) while pages and downloads wait. Answers drawn here are
-    # stored only if none were stored meanwhile; answers never stored are never seen by anyone.
+    # stored only if this delivery still holds the release; answers never stored are never seen.
     try:
         frame = table_load(release.dataset.file.path)
     except (OSError, TableError):
@@ -100,7 +150,11 @@ def _draw(release_id: int) -> None:
     except EngineValidationError as error:
         raise ReleaseFailure(f"The release plan is not valid: {error}") from None
     with transaction.atomic():
-        release = Release.objects.select_for_update().get(pk=release_id)
+        release = _held(release_id, claim_token)
+        entry = LedgerEntry.objects.select_for_update().get(release=release)
+        if entry.state == LedgerEntry.State.RETURNED:
+            # Answers must never be stored against budget that was given back.
+            raise ReleaseNotHeld
         if release.answers.exists():
             return
         NoisyAnswer.objects.bulk_create(
@@ -117,15 +171,16 @@ def _draw(release_id: int) -> None:
             dataset_id=release.dataset_id,
             details={"statistics": len(result.statistics)},
         )
-        _ledger_settle(
-            LedgerEntry.objects.select_for_update().get(release=release),
-            release=release,
-            state=LedgerEntry.State.SPENT,
-        )
+        _ledger_settle(entry, release=release, state=LedgerEntry.State.SPENT)
 
 
 def _ledger_settle(entry: LedgerEntry, *, release: Release, state: str) -> None:
-    """Move a reservation to spent or returned and record it, in the caller's transaction."""
+    """Move a reservation to spent or returned and record it, in the caller's transaction.
+
+    Idempotent and final: only a reservation moves, so spent stays spent and returned stays
+    returned whatever a late or repeated delivery does."""
+    if entry.state != LedgerEntry.State.RESERVED:
+        return
     entry.state = state
     entry.save(update_fields=["state", "updated_at"])
     audit_record(
@@ -140,10 +195,29 @@ def _ledger_settle(entry: LedgerEntry, *, release: Release, state: str) -> None:
     )
 
 
-def _csv_bytes(statistics: list[dict[str, Any]]) -> bytes:
+def _csv_cell(value: Any) -> Any:
+    """A cell as written: numbers this code computed stay numbers (``-3.5`` is a value, not a
+    formula), and any text that starts like a formula gets a leading ``'``, whatever field it is
+    in (names, categories, rule text, kind, mechanism), as OWASP's CSV injection guidance says."""
+    if value is None:
+        return ""
+    if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
+        return value
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA_TRIGGERS) else text
+
+
+def release_csv(statistics: list[dict[str, Any]]) -> bytes:
+    """The published CSV file of one version: one row per published cell."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
+    # CRLF (RFC 4180) makes the writer quote any cell holding a CR or LF, so a name with a line
+    # break can never split a row.
+    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\r\n")
     writer.writeheader()
+
+    def write(row: dict[str, Any]) -> None:
+        writer.writerow({field: _csv_cell(row.get(field)) for field in CSV_FIELDS})
+
     for index, stat in enumerate(statistics):
         common = {
             k: stat[k]
@@ -161,7 +235,7 @@ def _csv_bytes(statistics: list[dict[str, Any]]) -> bytes:
         if isinstance(stat["value"], dict):
             for category, value in stat["value"].items():
                 low, high = stat["ci95"][category]
-                writer.writerow(
+                write(
                     {
                         "statistic": index,
                         "category": category,
@@ -173,7 +247,7 @@ def _csv_bytes(statistics: list[dict[str, Any]]) -> bytes:
                 )
         else:
             low, high = stat["ci95"]
-            writer.writerow(
+            write(
                 {
                     "statistic": index,
                     "category": "",
@@ -198,18 +272,17 @@ def release_document(release: Release, statistics: list[dict[str, Any]]) -> dict
     }
 
 
-def _publish(release_id: int) -> None:
+def _publish(release_id: int, claim_token: str) -> None:
     with transaction.atomic():
-        release = Release.objects.select_for_update().select_related("series").get(pk=release_id)
-        if release.status != Release.Status.RUNNING:
-            return
+        release = _held(release_id, claim_token)
         series = ReleaseSeries.objects.select_for_update().get(pk=release.series_id)
+        release.series = series
         statistics = [a.statistic for a in release.answers.order_by("position")]
         release.version = series_next_version(series)
         release.published_at = timezone.now()
         document = release_document(release, statistics)
         contents = {
-            ReleaseFile.Format.CSV: _csv_bytes(statistics),
+            ReleaseFile.Format.CSV: release_csv(statistics),
             ReleaseFile.Format.JSON: json.dumps(document, indent=2, ensure_ascii=False).encode(),
         }
         for file_format, content in contents.items():
@@ -248,72 +321,204 @@ def _publish(release_id: int) -> None:
         )
 
 
-def release_fail(*, release_id: int, reason: str) -> None:
-    """Mark the release failed with a safe reason; publish nothing. The reservation comes back
-    only if no noise was drawn: drawn answers have spent the budget whether published or not."""
+def _fail_locked(release: Release, reason: str) -> None:
+    """Fail a locked, unfinished release in the caller's transaction. The reservation comes back
+    only if no answer was ever stored: stored answers have spent the budget, published or not."""
+    release.status = Release.Status.FAILED
+    release.failure_reason = reason
+    release.save(update_fields=["status", "failure_reason"])
+    audit_record(
+        actor=None,
+        action=AuditAction.TASK_FAILED,
+        object_type="release",
+        object_id=release.pk,
+        dataset_id=release.dataset_id,
+        details={"reason": reason},
+    )
+    entry = LedgerEntry.objects.select_for_update().filter(release=release).first()
+    if entry is not None:
+        _ledger_settle(
+            entry,
+            release=release,
+            state=LedgerEntry.State.SPENT
+            if release.answers.exists()
+            else LedgerEntry.State.RETURNED,
+        )
+
+
+def release_fail(*, release_id: int, reason: str, claim_token: str | None = None) -> bool:
+    """Mark the release failed with a safe reason; publish nothing. With ``claim_token`` (a
+    worker's own failure) only while that delivery still holds the release. Returns whether the
+    release was failed by this call."""
     with transaction.atomic():
         release = Release.objects.select_for_update().get(pk=release_id)
         if release.status in (Release.Status.PUBLISHED, Release.Status.FAILED):
-            return
-        release.status = Release.Status.FAILED
-        release.failure_reason = reason
-        release.save(update_fields=["status", "failure_reason"])
-        audit_record(
-            actor=None,
-            action=AuditAction.TASK_FAILED,
-            object_type="release",
-            object_id=release.pk,
-            dataset_id=release.dataset_id,
-            details={"reason": reason},
+            return False
+        if claim_token is not None and (
+            release.status != Release.Status.RUNNING or release.claim_token != claim_token
+        ):
+            return False
+        _fail_locked(release, reason)
+        return True
+
+
+def _unclaim(release_id: int, claim_token: str) -> None:
+    """Give a held release back to the queue (a retried database error), so the retry's delivery
+    can claim it at once. Best effort: when the database is down the reaper does it later."""
+    try:
+        Release.objects.filter(
+            pk=release_id, claim_token=claim_token, status=Release.Status.RUNNING
+        ).update(
+            status=Release.Status.QUEUED,
+            claim_token="",
+            claimed_at=None,
+            heartbeat_at=timezone.now(),
         )
-        entry = LedgerEntry.objects.select_for_update().filter(release=release).first()
-        if entry is not None and entry.state == LedgerEntry.State.RESERVED:
-            drawn = release.answers.exists()
-            _ledger_settle(
-                entry,
-                release=release,
-                state=LedgerEntry.State.SPENT if drawn else LedgerEntry.State.RETURNED,
-            )
+    except DatabaseError as error:
+        logger.warning("release %s could not be requeued: %s", release_id, type(error).__name__)
 
 
 def release_run(*, release_id: int, worker: str) -> None:
     """Run a queued release to publication, or leave it failed with a safe reason.
 
     Database errors propagate so the task can retry them; every other error fails the release.
+    A delivery that finds the release taken from it stops without storing anything.
     """
-    if not _claim(release_id, worker):
+    claim_token = _claim(release_id, worker)
+    if claim_token is None:
         return
     try:
-        _draw(release_id)
-        _set_progress(release_id, 0.8)
-        _publish(release_id)
+        with release_heartbeat(release_id=release_id, claim_token=claim_token):
+            _draw(release_id, claim_token)
+            _set_progress(release_id, claim_token, 0.8)
+            _publish(release_id, claim_token)
+    except ReleaseNotHeld:
+        logger.warning("release %s was taken from this delivery; it stored nothing", release_id)
     except DatabaseError:
+        _unclaim(release_id, claim_token)
         raise
     except ReleaseFailure as failure:
-        release_fail(release_id=release_id, reason=str(failure))
+        release_fail(release_id=release_id, reason=str(failure), claim_token=claim_token)
     except SoftTimeLimitExceeded:
-        release_fail(release_id=release_id, reason="The release took longer than the time limit.")
+        release_fail(
+            release_id=release_id,
+            reason="The release took longer than the time limit.",
+            claim_token=claim_token,
+        )
     except Exception as error:
         # Only the type is logged: messages from data libraries can quote table values.
         logger.error("release %s failed with %s", release_id, type(error).__name__)
         release_fail(
             release_id=release_id,
             reason=f"Internal error while computing the release ({type(error).__name__}).",
+            claim_token=claim_token,
         )
 
 
-def release_reap_stale(*, older_than: timedelta) -> list[int]:
-    """Fail releases that have been queued or running for longer than ``older_than`` since
-    submission (their worker is gone); the budget comes back only if no noise was drawn."""
-    cutoff = timezone.now() - older_than
-    stale = list(
-        Release.objects.filter(
-            status__in=[Release.Status.QUEUED, Release.Status.RUNNING], submitted_at__lt=cutoff
-        ).values_list("pk", flat=True)
+def _send(release_id: int) -> None:
+    # Imported here: the task module imports this one.
+    from releases.tasks import release_run_task
+
+    release_run_task.delay(release_id)
+
+
+def _times(count: int) -> str:
+    return {1: "once", 2: "twice"}.get(count, f"{count} times")
+
+
+def _reap_one(release_id: int, *, running_cutoff: datetime, queued_cutoff: datetime) -> str | None:
+    with transaction.atomic():
+        release = Release.objects.select_for_update().get(pk=release_id)
+        last_seen = release.heartbeat_at or release.claimed_at or release.submitted_at
+        now = timezone.now()
+        if release.status == Release.Status.RUNNING and last_seen < running_cutoff:
+            stops = release.deliveries + 1
+            max_deliveries = settings.RELEASE_MAX_DELIVERIES
+            if stops >= max_deliveries:
+                _fail_locked(
+                    release,
+                    f"The worker computing this release stopped before finishing, {_times(stops)}"
+                    " (killed, out of memory or past its time limit); it is not tried again.",
+                )
+                return "failed"
+            details = {"reason": "worker stopped", "worker": release.worker, "stops": stops}
+            release.deliveries = stops
+        elif release.status == Release.Status.QUEUED and last_seen < queued_cutoff:
+            # Never claimed: the message was lost (e.g. the broker was down at submission).
+            details = {"reason": "message lost"}
+        else:
+            return None
+        release.status = Release.Status.QUEUED
+        release.claim_token = ""
+        release.claimed_at = None
+        # For a queued release this marks when it was queued again, so the next message is sent
+        # only if this one is lost too.
+        release.heartbeat_at = now
+        release.save(
+            update_fields=["status", "claim_token", "claimed_at", "heartbeat_at", "deliveries"]
+        )
+        audit_record(
+            actor=None,
+            action=AuditAction.TASK_REDELIVERED,
+            object_type="release",
+            object_id=release.pk,
+            dataset_id=release.dataset_id,
+            details=details,
+        )
+        # A failed send is logged; the release stays queued and is sent again later.
+        transaction.on_commit(partial(_send, release.pk), robust=True)
+        return "redelivered"
+
+
+def release_reap_stale(*, older_than: timedelta | None = None) -> list[ReapedRelease]:
+    """Recover releases whose delivery is gone, on any broker.
+
+    A running release whose heartbeat (or claim) is older than ``RELEASE_STALE_SECONDS`` lost its
+    worker: it is queued again with a new message (the next delivery resumes from the stored
+    answers), or failed once ``RELEASE_MAX_DELIVERIES`` deliveries have stopped. A queued release
+    that no delivery claimed for ``older_than`` (default: twice the task's hard time limit, since
+    submission or since it was last queued again) gets a new message: its first one was lost.
+    A message that turns up later anyway finds nothing to do.
+    """
+    now = timezone.now()
+    running_cutoff = now - timedelta(seconds=float(settings.RELEASE_STALE_SECONDS))
+    queued_cutoff = now - (
+        older_than
+        if older_than is not None
+        else timedelta(seconds=2 * settings.CELERY_TASK_TIME_LIMIT)
     )
-    for release_id in stale:
-        release_fail(
-            release_id=release_id,
-            reason="The worker computing this release stopped before finishing.",
+    stale = list(
+        Release.objects.annotate(last_seen=Coalesce("heartbeat_at", "claimed_at", "submitted_at"))
+        .filter(
+            Q(status=Release.Status.RUNNING, last_seen__lt=running_cutoff)
+            | Q(status=Release.Status.QUEUED, last_seen__lt=queued_cutoff)
         )
-    return stale
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    reaped = []
+    for release_id in stale:
+        outcome = _reap_one(release_id, running_cutoff=running_cutoff, queued_cutoff=queued_cutoff)
+        if outcome is not None:
+            reaped.append(ReapedRelease(release_id=release_id, outcome=outcome))
+    return reaped
+
+
+def release_reaper_start() -> Ticker:
+    """Run ``release_reap_stale`` in a daemon thread of this process: now, then every half
+    ``RELEASE_STALE_SECONDS``. Every worker runs one (see ``config/celery.py``), so a release
+    whose worker died is recovered without cron; several reapers are safe, each release is
+    re-checked under its row lock."""
+
+    def reap() -> None:
+        for reaped in release_reap_stale():
+            logger.warning("release %s: %s by the reaper", reaped.release_id, reaped.outcome)
+
+    ticker = Ticker(
+        name="release-reaper",
+        interval=max(float(settings.RELEASE_STALE_SECONDS) / 2, 0.1),
+        action=reap,
+        run_first=True,
+    )
+    ticker.start()
+    return ticker

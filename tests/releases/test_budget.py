@@ -295,7 +295,7 @@ def test_unreadable_upload_fails_the_release_and_returns_the_reservation(
     ]
 
 
-def test_reaper_fails_a_release_whose_worker_vanished_and_returns_its_budget(curator, dataset):
+def test_reaper_sends_a_lost_queued_release_again_and_keeps_its_reservation(curator, dataset):
     # given a release submitted long ago and still queued (its worker died before drawing)
     draft = release_draft_create(
         user=curator,
@@ -310,12 +310,11 @@ def test_reaper_fails_a_release_whose_worker_vanished_and_returns_its_budget(cur
     # when
     reaped = release_reap_stale(older_than=timedelta(hours=1))
 
-    # then
+    # then its message was lost, not its worker: it is sent again and keeps its reservation
     draft.refresh_from_db()
-    assert reaped == [draft.pk]
-    assert draft.status == Release.Status.FAILED
-    assert "stopped before finishing" in draft.failure_reason
-    assert LedgerEntry.objects.get(release=draft).state == LedgerEntry.State.RETURNED
+    assert [(r.release_id, r.outcome) for r in reaped] == [(draft.pk, "redelivered")]
+    assert draft.status == Release.Status.QUEUED
+    assert LedgerEntry.objects.get(release=draft).state == LedgerEntry.State.RESERVED
 
 
 def test_reaper_leaves_recent_releases_alone(curator, dataset):

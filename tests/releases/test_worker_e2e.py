@@ -9,26 +9,16 @@ import csv
 import hashlib
 import io
 import os
-import secrets
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 import requests
 
-from tests.conftest import skip_or_fail
-from tests.processes import ROOT, start_celery_worker, stop
+from tests.processes import Stack, api_token, postgres_redis_env, sqlite_env, start_stack
 
 pytestmark = [pytest.mark.worker]
-
-POSTGRES_ADMIN_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
 
 ROWS = 400
 TABLE = "patient,age,sex,income\n" + "".join(
@@ -43,138 +33,19 @@ TRUE_SEX = {
 TRUE_AGE_SUM = sum((i * 37) % 90 + 5 for i in range(ROWS))
 
 
-@dataclass
-class Stack:
-    base_url: str
-    web: subprocess.Popen
-    worker: subprocess.Popen
-    env: dict[str, str]
-    log_dir: Path
-
-    def logs(self) -> str:
-        return "\n".join(
-            f"--- {p.name}\n{p.read_text()[-4000:]}" for p in sorted(self.log_dir.glob("*.log"))
-        )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _manage(env: dict[str, str], *args: str) -> str:
-    result = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
-
-
-def _start(env: dict[str, str], tmp_path: Path) -> Iterator[Stack]:
-    _manage(env, "migrate", "--noinput")
-    _manage(env, "create_user", "e2e-curator", "--role", "curator", "--password", "e2e-pass-123")
-    _manage(env, "create_user", "e2e-auditor", "--role", "compliance", "--password", "e2e-pass-123")
-    port = _free_port()
-    log_dir = tmp_path / "logs"
-    log_dir.mkdir()
-    worker_log = (log_dir / "worker.log").open("w")
-    web_log = (log_dir / "web.log").open("w")
-    worker = start_celery_worker(env, worker_log)
-    web = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
-        cwd=ROOT,
-        env=env,
-        stdout=web_log,
-        stderr=subprocess.STDOUT,
-    )
-    stack = Stack(f"http://127.0.0.1:{port}", web, worker, env, log_dir)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                requests.get(f"{stack.base_url}/api/v1/catalog/", timeout=2)
-                break
-            except requests.ConnectionError:
-                if time.monotonic() > deadline or web.poll() is not None:
-                    pytest.fail(f"web server did not start\n{stack.logs()}")
-                time.sleep(0.3)
-        yield stack
-    finally:
-        for process in (web, worker):
-            stop(process)
-        worker_log.close()
-        web_log.close()
-
-
-def _base_env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "config.settings",
-            "VAR_DIR": str(tmp_path / "var"),
-            "DEBUG": "1",
-            "SECRET_KEY": secrets.token_urlsafe(32),
-            "CELERY_TASK_ALWAYS_EAGER": "0",
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
-    return env
-
-
 @pytest.fixture
 def sqlite_stack(tmp_path) -> Iterator[Stack]:
-    env = _base_env(tmp_path)
-    env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'app.sqlite3'}"
-    env["CELERY_BROKER_URL"] = f"sqla+sqlite:///{tmp_path / 'broker.sqlite3'}"
-    yield from _start(env, tmp_path)
+    yield from start_stack(sqlite_env(tmp_path), tmp_path)
 
 
 @pytest.fixture
 def postgres_redis_stack(tmp_path) -> Iterator[Stack]:
-    try:
-        import psycopg
-        import redis
-
-        admin = psycopg.connect(
-            POSTGRES_ADMIN_URL.replace("postgres://", "postgresql://"),
-            autocommit=True,
-            connect_timeout=3,
-        )
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3).ping()
-    except Exception as error:
-        skip_or_fail(f"PostgreSQL or Redis is not reachable ({type(error).__name__}: {error})")
-    name = f"gdr_e2e_{secrets.token_hex(4)}"
-    admin.execute(f'CREATE DATABASE "{name}"')
-    redis.Redis.from_url(REDIS_URL).flushdb()
-    env = _base_env(tmp_path)
-    env["DATABASE_URL"] = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    env["CELERY_BROKER_URL"] = REDIS_URL
-    try:
-        yield from _start(env, tmp_path)
-    finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
-        redis.Redis.from_url(REDIS_URL).flushdb()
-
-
-def _token(stack: Stack, username: str) -> dict[str, str]:
-    response = requests.post(
-        f"{stack.base_url}/api/v1/auth/token/",
-        data={"username": username, "password": "e2e-pass-123"},
-        timeout=10,
-    )
-    assert response.status_code == 200, response.text
-    return {"Authorization": f"Token {response.json()['token']}"}
+    with postgres_redis_env(tmp_path) as env:
+        yield from start_stack(env, tmp_path)
 
 
 def _walk_release_lifecycle(stack: Stack) -> None:
-    curator = _token(stack, "e2e-curator")
+    curator = api_token(stack, "e2e-curator")
     url = stack.base_url + "/api/v1"
 
     # given an uploaded table with a declared schema
@@ -313,7 +184,7 @@ def _walk_release_lifecycle(stack: Stack) -> None:
     assert sorted(codes) == [202, 409]
 
     # and compliance sees an intact hash chain
-    auditor = _token(stack, "e2e-auditor")
+    auditor = api_token(stack, "e2e-auditor")
     verify = requests.get(f"{url}/audit/verify/", headers=auditor, timeout=10).json()
     assert verify["valid"] is True
     assert verify["first_broken_event"] is None
