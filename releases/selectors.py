@@ -141,3 +141,23 @@ def release_statistics(*, release: Release) -> list[dict]:
             else None
         )
     return statistics
+
+
+def dataset_columns_from_data(*, dataset: Dataset) -> list[str]:
+    """Columns whose declared bounds or categories were taken from the data ("suggest from
+    data" saved unchanged), in file order: every release using them discloses them exactly."""
+    declared = (dataset.schema or {}).get("columns", {})
+    return [
+        column["name"]
+        for column in dataset.columns
+        if declared.get(column["name"], {}).get("from_data") is True
+    ]
+
+
+def dataset_list_for_compliance(*, user) -> QuerySet[Dataset]:
+    """The datasets compliance reviews, with what flags a pair of identical uploads."""
+    return (
+        dataset_list_visible(user=user)
+        .select_related("owner", "duplicate_of__owner")
+        .prefetch_related("duplicates")
+    )

@@ -103,6 +103,10 @@ def compliance_client(compliance_user):
 
 CLINIC_CSV = b"name,age,sex,visits\nAnn,34,F,2\nBob,51,M,0\nCid,29,M,5\nDee,120,F,1\nEve,,X,3\n"
 
+# The same table with CRLF line ends: other bytes (another SHA-256), so a second upload of it is
+# not refused as a duplicate of CLINIC_CSV.
+CLINIC_CSV_CRLF = CLINIC_CSV.replace(b"\n", b"\r\n")
+
 CLINIC_SCHEMA = {
     "columns": {
         "age": {"kind": "numeric", "lower": 0, "upper": 100},

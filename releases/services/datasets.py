@@ -1,21 +1,43 @@
 """Uploading tables and declaring their public shape."""
 
-from decimal import Decimal, InvalidOperation
+import dataclasses
+import hashlib
+import re
+import unicodedata
+from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from django.conf import settings
 from django.core.files.base import ContentFile
-from django.db import transaction
+from django.db import connection, transaction
 
 from privacy_engine import EngineValidationError, schema_from_dict
-from privacy_engine.accounting import LEDGER_PLACES
+from privacy_engine.accounting import DELTA_PLACES, LEDGER_PLACES
+from privacy_engine.schema import (
+    MAX_ROWS,
+    CategoricalColumn,
+    NumericColumn,
+    Schema,
+    check_declared_size,
+)
 from releases.models import Dataset, Release
 from releases.services.audit import AuditAction, audit_record
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.tables import TableError, table_parse
 
+TRUE_WORDS = frozenset({"true", "1", "on", "yes"})
+FALSE_WORDS = frozenset({"", "false", "0", "off", "no"})
 
-def _budget(value: Any, *, field: str, default: str, allow_zero: bool) -> Decimal:
+
+class DuplicateUpload(Conflict):
+    """The uploaded bytes equal a stored dataset's; ``earlier`` is that dataset."""
+
+    def __init__(self, detail: str, *, earlier: Dataset) -> None:
+        super().__init__(detail)
+        self.earlier = earlier
+
+
+def _budget(value: Any, *, field: str, default: str, allow_zero: bool, places: Decimal) -> Decimal:
     if value in (None, ""):
         value = default
     try:
@@ -26,9 +48,105 @@ def _budget(value: Any, *, field: str, default: str, allow_zero: bool) -> Decima
         raise ValidationFailed({field: ["must be a number greater than 0"]})
     if amount >= Decimal("1e12"):
         raise ValidationFailed({field: ["is too large"]})
-    if amount != amount.quantize(LEDGER_PLACES):
-        raise ValidationFailed({field: ["use at most 12 decimal places"]})
+    # Below 10¹² with at most 30 places fits in 42 digits: compare at a precision that never
+    # rounds, so a 31st place is refused rather than silently dropped.
+    with localcontext() as context:
+        context.prec = 100
+        exact = amount == amount.quantize(places)
+    if not exact:
+        decimals = -places.as_tuple().exponent
+        raise ValidationFailed({field: [f"use at most {decimals} decimal places"]})
     return amount
+
+
+def _name_errors(name: str) -> list[str]:
+    if not name:
+        return ["Give the dataset a name."]
+    if len(name) > 200:
+        return ["Use at most 200 characters."]
+    # PostgreSQL cannot store NUL in text, and line breaks or other control characters in a
+    # name only serve to forge lines on the pages and in the audit trail.
+    if any(unicodedata.category(character) == "Cc" for character in name):
+        return ["Do not use control characters (such as NUL, tabs or line breaks)."]
+    return []
+
+
+def _declared_size(value: Any) -> int | None:
+    """A whole number from 1 to the engine's MAX_ROWS; its text is checked before int() so a
+    5,000-digit number costs nothing."""
+    if value in (None, ""):
+        return None
+    text = str(value).strip()
+    if not re.fullmatch(r"[0-9]+", text) or not text.strip("0"):
+        raise ValidationFailed({"declared_size": ["must be a positive whole number"]})
+    digits = text.lstrip("0")
+    size = int(digits) if len(digits) <= len(str(MAX_ROWS)) else MAX_ROWS + 1
+    try:
+        return check_declared_size(size)
+    except EngineValidationError as error:
+        raise ValidationFailed(error.errors) from None
+
+
+def _flag(value: Any, *, field: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    word = str(value if value is not None else "").strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise ValidationFailed({field: ["must be true or false"]})
+
+
+def _read_upload(upload, *, limit: int) -> tuple[bytes, str] | None:
+    """The upload's bytes and their SHA-256, read chunk by chunk; ``None`` past ``limit``."""
+    digest = hashlib.sha256()
+    parts: list[bytes] = []
+    size = 0
+    for chunk in upload.chunks():
+        size += len(chunk)
+        if size > limit:
+            return None
+        digest.update(chunk)
+        parts.append(chunk)
+    return b"".join(parts), digest.hexdigest()
+
+
+def _lock_digest(digest: str) -> None:
+    """Serialise uploads of the same bytes until the creating transaction ends, so two at once
+    cannot both miss each other. SQLite needs nothing more: its transactions here are IMMEDIATE
+    (settings), which already serialises every writer."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int(digest[:15], 16)])
+
+
+def _earlier_upload(*, digest: str, owner) -> Dataset | None:
+    """A stored dataset with the same bytes: the curator's own first, else anyone's."""
+    same = Dataset.objects.filter(sha256=digest).order_by("pk")
+    return same.filter(owner=owner).first() or same.first()
+
+
+def _duplicate_detail(*, earlier: Dataset, owner) -> str:
+    budget = (
+        "The privacy budget belongs to the data, not to an upload: a second copy of the same "
+        "records with a fresh budget would let their releases together spend more than either "
+        "budget allows."
+    )
+    confirm = (
+        "If this is a new collection of records that happens to be identical, confirm it "
+        "(confirm_new_budget=true) to give it a budget of its own; the pair is flagged to "
+        "compliance."
+    )
+    if earlier.owner_id == owner.pk:
+        return (
+            f"This file is identical (same SHA-256) to your dataset #{earlier.pk} "
+            f"“{earlier.name}”. {budget} Release from dataset #{earlier.pk} instead. {confirm}"
+        )
+    return (
+        "This file is identical (same SHA-256) to a dataset another curator holds. "
+        f"{budget} Ask that curator or compliance before releasing from it. {confirm}"
+    )
 
 
 def dataset_create(
@@ -39,71 +157,76 @@ def dataset_create(
     budget_epsilon: Any = None,
     budget_delta: Any = None,
     declared_size: Any = None,
+    confirm_new_budget: Any = False,
 ) -> Dataset:
     """Validate an upload completely, then store the file and the row in one transaction.
 
-    Raises :class:`ValidationFailed` with field errors; nothing is created on failure.
+    Raises :class:`ValidationFailed` with field errors; nothing is created on failure. Bytes
+    identical to a stored dataset's raise :class:`DuplicateUpload` (a 409) unless
+    ``confirm_new_budget`` says this is a new collection: then the dataset is created with
+    ``duplicate_of`` set and the confirmation is audited.
     """
     errors: dict[str, list[str]] = {}
     name = (name or "").strip()
-    if not name:
-        errors["name"] = ["Give the dataset a name."]
-    elif len(name) > 200:
-        errors["name"] = ["Use at most 200 characters."]
+    if name_errors := _name_errors(name):
+        errors["name"] = name_errors
+    limit = settings.DATASET_MAX_UPLOAD_BYTES
+    read: tuple[bytes, str] | None = None
     if upload is None:
         errors["file"] = ["Choose a CSV file to upload."]
-    elif upload.size > settings.DATASET_MAX_UPLOAD_BYTES:
-        limit_mb = settings.DATASET_MAX_UPLOAD_BYTES / (1024 * 1024)
-        errors["file"] = [f"The file is larger than the limit of {limit_mb:g} MB."]
+    elif upload.size > limit or (read := _read_upload(upload, limit=limit)) is None:
+        errors["file"] = [f"The file is larger than the limit of {limit / (1024 * 1024):g} MB."]
     size: int | None = None
-    if declared_size not in (None, ""):
+    fields = (
+        ("budget_epsilon", budget_epsilon, settings.DEFAULT_BUDGET_EPSILON, False, LEDGER_PLACES),
+        ("budget_delta", budget_delta, settings.DEFAULT_BUDGET_DELTA, True, DELTA_PLACES),
+    )
+    amounts: dict[str, Decimal] = {}
+    for field, value, default, allow_zero, places in fields:
         try:
-            size = int(declared_size)
-            if size < 1:
-                raise ValueError
-        except (TypeError, ValueError):
-            errors["declared_size"] = ["must be a positive whole number"]
+            amounts[field] = _budget(
+                value, field=field, default=default, allow_zero=allow_zero, places=places
+            )
+        except ValidationFailed as error:
+            errors.update(error.errors)
+    if amounts.get("budget_delta", 0) >= 1:
+        errors["budget_delta"] = ["must be below 1"]
     try:
-        epsilon = _budget(
-            budget_epsilon,
-            field="budget_epsilon",
-            default=settings.DEFAULT_BUDGET_EPSILON,
-            allow_zero=False,
-        )
+        size = _declared_size(declared_size)
     except ValidationFailed as error:
         errors.update(error.errors)
     try:
-        delta = _budget(
-            budget_delta,
-            field="budget_delta",
-            default=settings.DEFAULT_BUDGET_DELTA,
-            allow_zero=True,
-        )
-        if delta >= 1:
-            errors["budget_delta"] = ["must be below 1"]
+        confirmed = _flag(confirm_new_budget, field="confirm_new_budget")
     except ValidationFailed as error:
         errors.update(error.errors)
     parsed = None
-    raw = b""
-    if "file" not in errors and upload is not None:
-        raw = upload.read()
+    if read is not None and "file" not in errors:
         try:
-            parsed = table_parse(raw)
+            parsed = table_parse(read[0], max_columns=settings.DATASET_MAX_COLUMNS)
         except TableError as error:
             errors["file"] = [str(error)]
     if errors:
         raise ValidationFailed(errors)
     assert parsed is not None
+    assert read is not None
+    raw, digest = read
     with transaction.atomic():
+        _lock_digest(digest)
+        earlier = _earlier_upload(digest=digest, owner=owner)
+        if earlier is not None and not confirmed:
+            raise DuplicateUpload(_duplicate_detail(earlier=earlier, owner=owner), earlier=earlier)
         dataset = Dataset(
             owner=owner,
             name=name,
+            sha256=digest,
+            duplicate_of=earlier,
+            csv_dialect=parsed.dialect,
             row_count=len(parsed.frame),
             columns=parsed.columns,
             schema={},
             declared_size=size,
-            budget_epsilon=epsilon,
-            budget_delta=delta,
+            budget_epsilon=amounts["budget_epsilon"],
+            budget_delta=amounts["budget_delta"],
         )
         dataset.file.save("upload.csv", ContentFile(raw), save=False)
         try:
@@ -117,10 +240,25 @@ def dataset_create(
                 details={
                     "name": name,
                     "columns": [c["name"] for c in parsed.columns],
-                    "budget_epsilon": str(epsilon),
-                    "budget_delta": str(delta),
+                    "budget_epsilon": str(amounts["budget_epsilon"]),
+                    "budget_delta": str(amounts["budget_delta"]),
+                    "sha256": digest,
                 },
             )
+            if earlier is not None:
+                audit_record(
+                    actor=owner,
+                    action=AuditAction.DUPLICATE_UPLOAD_CONFIRMED,
+                    object_type="dataset",
+                    object_id=dataset.pk,
+                    dataset_id=dataset.pk,
+                    details={
+                        "dataset": dataset.pk,
+                        "duplicate_of": earlier.pk,
+                        "same_owner": earlier.owner_id == owner.pk,
+                        "sha256": digest,
+                    },
+                )
         except Exception:
             dataset.file.delete(save=False)
             raise
@@ -131,9 +269,71 @@ def dataset_has_submissions(dataset: Dataset) -> bool:
     return dataset.releases.exclude(status=Release.Status.DRAFT).exists()
 
 
+def _category_limit_errors(schema: dict) -> dict[str, list[str]]:
+    """Too many categories, refused before the engine builds anything from them: every
+    category is a cell of every histogram on the public pages."""
+    limit = settings.SCHEMA_MAX_CATEGORIES
+    columns = schema.get("columns")
+    if not isinstance(columns, dict):
+        return {}
+    return {
+        f"columns.{name}.categories": [f"declare at most {limit} categories"]
+        for name, spec in columns.items()
+        if isinstance(spec, dict)
+        and isinstance(spec.get("categories"), list)
+        and len(spec["categories"]) > limit
+    }
+
+
+def _taken_from_data(column: Any, suggested: Any) -> bool:
+    """Whether a declared column repeats the "suggest from data" values: a bound equal to the
+    observed minimum or maximum, or exactly the observed categories."""
+    if not isinstance(suggested, dict):
+        return False
+    if isinstance(column, NumericColumn) and suggested.get("kind") == "numeric":
+        return column.lower == suggested.get("lower") or column.upper == suggested.get("upper")
+    if isinstance(column, CategoricalColumn) and suggested.get("kind") == "categorical":
+        return set(column.categories) == set(suggested.get("categories") or [])
+    return False
+
+
+def _mark_from_data(typed: Schema, suggestion: Any) -> Schema:
+    """Mark the columns whose values came from the data. The service decides, not the client:
+    a column that repeats the suggestion is marked even when the request says otherwise."""
+    if not isinstance(suggestion, dict):
+        return typed
+    columns = {
+        name: dataclasses.replace(column, from_data=True)
+        if _taken_from_data(column, suggestion.get(name)) and not column.from_data
+        else column
+        for name, column in typed.columns.items()
+    }
+    return dataclasses.replace(typed, columns=columns)
+
+
+def _schema_audit_details(schema: Schema) -> dict[str, Any]:
+    """What changed, never the declared values. Bounds and categories taken from the data are
+    raw values, and the audit trail can never be edited (its hash chain), so none are written
+    for any column: names, kinds and which columns came from the data say what compliance
+    needs, and the published release metadata carries the values once they are public."""
+    details: dict[str, Any] = {
+        "columns": {
+            name: {"kind": column.kind, "from_data": bool(getattr(column, "from_data", False))}
+            for name, column in schema.columns.items()
+        },
+        "declared_size": schema.declared_size,
+    }
+    if schema.person_key is not None:
+        details["person_key"] = schema.person_key
+        details["max_rows_per_person"] = schema.max_rows_per_person
+    return details
+
+
 def dataset_schema_update(*, dataset: Dataset, user, schema: Any) -> Dataset:
     """Replace the declared schema; omitted columns become identifiers.
 
+    Columns whose bounds or categories repeat the last "suggest from data" output are stored
+    with ``from_data: true``, so every release that uses them says they are disclosed exactly.
     Refused with :class:`Conflict` once any release of the dataset was submitted, because the
     published guarantees depend on the bounds they were computed with.
     """
@@ -141,6 +341,8 @@ def dataset_schema_update(*, dataset: Dataset, user, schema: Any) -> Dataset:
         raise Conflict("The schema is fixed once a release of this dataset was submitted.")
     if not isinstance(schema, dict):
         raise ValidationFailed({"columns": ["must be an object of column declarations"]})
+    if limit_errors := _category_limit_errors(schema):
+        raise ValidationFailed(limit_errors)
     spec = dict(schema)
     if "declared_size" not in spec and dataset.declared_size is not None:
         spec["declared_size"] = dataset.declared_size
@@ -152,6 +354,7 @@ def dataset_schema_update(*, dataset: Dataset, user, schema: Any) -> Dataset:
         locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
         if dataset_has_submissions(locked):
             raise Conflict("The schema is fixed once a release of this dataset was submitted.")
+        typed = _mark_from_data(typed, locked.schema_suggestion)
         locked.schema = typed.to_dict()
         locked.declared_size = typed.declared_size
         locked.save(update_fields=["schema", "declared_size"])
@@ -161,6 +364,6 @@ def dataset_schema_update(*, dataset: Dataset, user, schema: Any) -> Dataset:
             object_type="dataset",
             object_id=locked.pk,
             dataset_id=locked.pk,
-            details={"schema": locked.schema},
+            details=_schema_audit_details(typed),
         )
     return locked

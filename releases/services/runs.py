@@ -137,7 +137,7 @@ def _draw(release_id: int, claim_token: str) -> None:
     # the database's write lock (SQLite) while pages and downloads wait. Answers drawn here are
     # stored only if this delivery still holds the release; answers never stored are never seen.
     try:
-        frame = table_load(release.dataset.file.path)
+        frame = table_load(release.dataset.file.path, dialect=release.dataset.csv_dialect)
     except (OSError, TableError):
         raise ReleaseFailure("The uploaded table could not be read.") from None
     try:

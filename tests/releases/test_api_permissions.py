@@ -41,7 +41,11 @@ def world(curator, dataset) -> World:
         queries=QUERIES,
     )
     other = dataset_create(
-        owner=curator, name="Clinic copy", upload=csv_upload(), budget_epsilon="1.0"
+        owner=curator,
+        name="Clinic copy",
+        upload=csv_upload(),
+        budget_epsilon="1.0",
+        confirm_new_budget=True,
     )
     other = dataset_schema_update(dataset=other, user=curator, schema=CLINIC_SCHEMA)
     published = release_draft_create(
@@ -78,7 +82,12 @@ ENDPOINTS = {
     "datasets-create": (
         "post",
         lambda w: "/api/v1/datasets/",
-        lambda w: {"name": "Uploaded", "file": csv_upload(), "budget_epsilon": "1.0"},
+        lambda w: {
+            "name": "Uploaded",
+            "file": csv_upload(),
+            "budget_epsilon": "1.0",
+            "confirm_new_budget": "true",
+        },
         "multipart",
     ),
     "dataset-detail": ("get", lambda w: f"/api/v1/datasets/{w.dataset.pk}/", None, None),

@@ -10,9 +10,9 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from releases.models import AuditChainHead, AuditEvent
+from releases.models import AuditChainHead, AuditEvent, Release
 from releases.services.audit import GENESIS_HASH, AuditAction, audit_record, event_hash
-from tests.conftest import CLINIC_CSV, CLINIC_SCHEMA, csv_upload, draft_body
+from tests.conftest import CLINIC_CSV, CLINIC_CSV_CRLF, CLINIC_SCHEMA, csv_upload, draft_body
 
 EVENTS_URL = "/api/v1/audit/events/"
 VERIFY_URL = "/api/v1/audit/verify/"
@@ -36,7 +36,7 @@ def full_flow(curator, compliance_user, django_capture_on_commit_callbacks):
     client.credentials(HTTP_AUTHORIZATION=f"Token {login.json()['token']}")
     dataset = client.post(
         "/api/v1/datasets/",
-        {"name": "Clinic", "file": csv_upload(), "budget_epsilon": "1.0"},
+        {"name": "Clinic", "file": csv_upload(CLINIC_CSV_CRLF), "budget_epsilon": "1.0"},
         format="multipart",
     )
     dataset_id = dataset.json()["id"]
@@ -236,7 +236,11 @@ def test_event_list_shape_is_newest_first(full_flow, compliance_client):
         "object_type": "release_file",
         "object_id": stored.object_id,
         "dataset": full_flow["dataset"],
-        "details": {"slug": "clinic-statistics", "version": 1, "format": "csv"},
+        "details": {
+            "slug": Release.objects.get(pk=full_flow["release"]).series.slug,
+            "version": 1,
+            "format": "csv",
+        },
         "hash": stored.hash,
         "previous_hash": stored.previous_hash,
     }
@@ -317,7 +321,7 @@ def test_event_list_filters_by_action(full_flow, compliance_client):
     assert body["count"] == 1
     [event] = body["results"]
     assert event["object_id"] == str(full_flow["release"])
-    assert event["details"]["slug"] == "clinic-statistics"
+    assert event["details"]["slug"] == Release.objects.get(pk=full_flow["release"]).series.slug
     assert event["details"]["version"] == 1
     assert set(event["details"]["files"]) == {"csv", "json"}
 

@@ -1,6 +1,7 @@
 """POST /api/v1/datasets/ with hostile and good uploads: field errors, nothing stored on failure,
 and no cell value ever echoed back."""
 
+import hashlib
 from decimal import Decimal
 from pathlib import Path
 
@@ -75,6 +76,23 @@ HOSTILE_FILES = [
         id="ragged-long-row",
     ),
     pytest.param(b"name,age,sex\n", "The file has a header but no rows.", id="header-only"),
+    pytest.param(
+        b"name,age\nAnn,34\n\n\nBob,51\n",
+        "Row 3 is blank: remove blank lines inside the table (blank lines at the end of the "
+        "file are ignored).",
+        id="blank-line-inside",
+    ),
+    pytest.param(
+        b"\nname,age\nAnn,34\n",
+        "Row 1 is blank: the first line must be the header. Remove blank lines inside the table "
+        "(blank lines at the end of the file are ignored).",
+        id="blank-line-before-header",
+    ),
+    pytest.param(
+        b"name,age\n" + b"Ann,34\n" * 2000 + b"Bob\x00,51\n",
+        "This does not look like a CSV file (it contains binary data).",
+        id="nul-after-8-kib",
+    ),
     pytest.param(
         b"name,age,name\nAnn,34,Bob\n",
         "Column names in the first row must be distinct.",
@@ -178,6 +196,56 @@ def test_hostile_file_is_refused_with_a_file_error_and_nothing_stored(
             CLINIC_CSV,
             {"declared_size": ["must be a positive whole number"]},
             id="zero-size",
+        ),
+        pytest.param(
+            {"name": "Clinic\nforged line"},
+            CLINIC_CSV,
+            {"name": ["Do not use control characters (such as NUL, tabs or line breaks)."]},
+            id="line-break-in-name",
+        ),
+        pytest.param(
+            {"declared_size": str(10**12)},
+            CLINIC_CSV,
+            {
+                "declared_size": [
+                    "must be at most 10,000,000,000, the largest table the engine answers"
+                ]
+            },
+            id="size-10-to-the-12",
+        ),
+        pytest.param(
+            {"declared_size": "9" * 5000},
+            CLINIC_CSV,
+            {
+                "declared_size": [
+                    "must be at most 10,000,000,000, the largest table the engine answers"
+                ]
+            },
+            id="size-5000-digits",
+        ),
+        pytest.param(
+            {"declared_size": "1e3"},
+            CLINIC_CSV,
+            {"declared_size": ["must be a positive whole number"]},
+            id="size-in-exponent-form",
+        ),
+        pytest.param(
+            {"budget_delta": "0." + "0" * 30 + "1"},
+            CLINIC_CSV,
+            {"budget_delta": ["use at most 30 decimal places"]},
+            id="delta-31-places",
+        ),
+        pytest.param(
+            {"budget_epsilon": "0." + "0" * 12 + "1"},
+            CLINIC_CSV,
+            {"budget_epsilon": ["use at most 12 decimal places"]},
+            id="epsilon-13-places",
+        ),
+        pytest.param(
+            {"confirm_new_budget": "perhaps"},
+            CLINIC_CSV,
+            {"confirm_new_budget": ["must be true or false"]},
+            id="confirm-not-a-boolean",
         ),
         pytest.param(
             {"name": None, "budget_epsilon": "-2"},
@@ -306,6 +374,7 @@ def test_good_upload_stores_the_bytes_privately_and_audits_names_only(curator_cl
         "columns": ["name", "age", "sex", "visits"],
         "budget_epsilon": "1.0",
         "budget_delta": "0",
+        "sha256": hashlib.sha256(CLINIC_CSV).hexdigest(),
     }
 
 
@@ -331,7 +400,10 @@ def test_upload_without_budget_uses_the_default_budget(curator_client, private_r
         pytest.param(b"name;age\nAnn;34\nBob;51\n", ["name", "age"], id="semicolons"),
         pytest.param(b"name\tage\nAnn\t34\nBob\t51\n", ["name", "age"], id="tabs"),
         pytest.param(b"name,age\r\nAnn,34\r\nBob,51\r\n", ["name", "age"], id="crlf"),
-        pytest.param(b"name,age\nAnn,34\n\n\nBob,51\n\n", ["name", "age"], id="blank-lines"),
+        pytest.param(
+            b"name,age\nAnn,34\nBob,51\n\n  \n\n", ["name", "age"], id="trailing-blank-lines"
+        ),
+        pytest.param(b"name,age\rAnn,34\rBob,51\r", ["name", "age"], id="cr-only"),
     ],
 )
 def test_common_csv_variants_are_accepted(curator_client, private_root, content, columns):
@@ -365,4 +437,104 @@ def test_budget_below_the_ledger_precision_is_refused(curator_client, private_ro
     # then
     assert response.status_code == 400
     assert list(response.json()["errors"]) == ["budget_epsilon"]
+    assert_nothing_created(private_root)
+
+
+@pytest.mark.parametrize(
+    ("size", "stored"),
+    [
+        pytest.param("10000000000", 10**10, id="the-cap"),
+        pytest.param(" 0042 ", 42, id="leading-zeros-and-spaces"),
+    ],
+)
+def test_declared_size_up_to_the_engine_cap_is_accepted(curator_client, private_root, size, stored):
+    # when
+    response = upload(curator_client, CLINIC_CSV, declared_size=size)
+
+    # then
+    assert response.status_code == 201, response.json()
+    assert response.json()["declared_size"] == stored
+    assert Dataset.objects.get().declared_size == stored
+
+
+@pytest.mark.parametrize(
+    "delta",
+    [
+        pytest.param("1e-30", id="smallest"),
+        pytest.param("0.000000000000000000000000000123", id="thirty-places"),
+        pytest.param("0.00000000000001", id="1e-14"),
+    ],
+)
+def test_delta_budget_keeps_up_to_thirty_decimal_places_exactly(
+    curator_client, private_root, delta
+):
+    # when
+    response = upload(curator_client, CLINIC_CSV, budget_delta=delta)
+
+    # then
+    assert response.status_code == 201, response.json()
+    assert Dataset.objects.get().budget_delta == Decimal(delta)
+    assert Decimal(response.json()["budget_delta"]["total"]) == Decimal(delta)
+
+
+def test_table_with_more_columns_than_the_limit_is_refused_naming_file(
+    curator_client, private_root, settings
+):
+    # given a limit of 3 columns and a table of 4
+    settings.DATASET_MAX_COLUMNS = 3
+
+    # when
+    response = upload(curator_client, CLINIC_CSV)
+
+    # then
+    assert response.status_code == 400
+    assert response.json() == {
+        "detail": "Invalid input.",
+        "errors": {"file": ["The table has 4 columns; at most 3 are allowed."]},
+    }
+    assert_nothing_created(private_root)
+
+
+def test_table_with_exactly_the_column_limit_is_accepted(curator_client, private_root, settings):
+    # given
+    settings.DATASET_MAX_COLUMNS = 4
+
+    # when
+    response = upload(curator_client, CLINIC_CSV)
+
+    # then
+    assert response.status_code == 201
+
+
+@pytest.mark.parametrize("name", ["Clinic\x00", "Cli\x00nic", "Clinic\x1b[31m"])
+def test_service_refuses_control_characters_in_the_name_on_any_backend(curator, private_root, name):
+    # given a name PostgreSQL could not store (NUL) or that forges terminal output
+    from releases.services.datasets import dataset_create
+    from releases.services.errors import ValidationFailed
+
+    # when
+    with pytest.raises(ValidationFailed) as refused:
+        dataset_create(owner=curator, name=name, upload=csv_upload(), budget_epsilon="1")
+
+    # then
+    assert refused.value.errors == {
+        "name": ["Do not use control characters (such as NUL, tabs or line breaks)."]
+    }
+    assert_nothing_created(private_root)
+
+
+def test_upload_page_shows_a_nul_in_the_name_as_an_error_on_name(client, curator, private_root):
+    # given
+    client.force_login(curator)
+
+    # when
+    response = client.post(
+        "/datasets/new/",
+        {"name": "Clinic\x00", "file": csv_upload(), "budget_epsilon": "1"},
+    )
+
+    # then
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Do not use control characters (such as NUL, tabs or line breaks)." in page
     assert_nothing_created(private_root)

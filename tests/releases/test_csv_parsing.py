@@ -1,0 +1,268 @@
+"""Parsing is per record: the dialect is detected once at upload and stored, every later read uses
+it, and the reader either returns a table or refuses with a TableError, for any bytes."""
+
+import csv
+import io
+import string
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from releases.models import Dataset
+from releases.services import tables
+from releases.services.suggestions import dataset_schema_suggest
+from releases.services.tables import TableError, table_load, table_parse
+from tests.conftest import csv_upload
+
+COMMA = {
+    "delimiter": ",",
+    "quotechar": '"',
+    "doublequote": True,
+    "escapechar": None,
+    "skipinitialspace": False,
+}
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def cells(parsed) -> list[list[str]]:
+    return parsed.frame.to_numpy().tolist()
+
+
+# --- the dialect, detected once and stored -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "dialect"),
+    [
+        pytest.param(b"name,age\nAnn,34\nBob,51\n", COMMA, id="comma"),
+        pytest.param(b"name;age\nAnn;34\nBob;51\n", {**COMMA, "delimiter": ";"}, id="semicolon"),
+        pytest.param(b"name\tage\nAnn\t34\nBob\t51\n", {**COMMA, "delimiter": "\t"}, id="tab"),
+    ],
+)
+def test_upload_stores_the_detected_dialect(curator_client, content, dialect):
+    # when
+    response = curator_client.post(
+        "/api/v1/datasets/",
+        {"name": "T", "budget_epsilon": "1", "file": csv_upload(content)},
+        format="multipart",
+    )
+
+    # then
+    assert response.status_code == 201
+    assert Dataset.objects.get().csv_dialect == dialect
+
+
+def test_a_doubled_quote_after_the_detection_sample_reads_as_one_quote():
+    # given 6 KiB of unquoted rows (the detector sees no quote), then a quoted field with a
+    # doubled quote inside
+    raw = b"name,note\n" + b"Ann,plain\n" * 600 + b'Bob,"say ""hi"""\n'
+    assert len(raw) > 4096
+
+    # when
+    parsed = table_parse(raw)
+
+    # then
+    assert parsed.dialect["doublequote"] is True
+    assert cells(parsed)[-1] == ["Bob", 'say "hi"']
+
+
+def test_later_reads_use_the_stored_dialect_and_never_detect_again(
+    curator, monkeypatch, curator_client
+):
+    # given a stored semicolon table
+    content = b"name;age;sex\nAnn;34;F\nBob;51;M\nCid;29;M\n"
+    curator_client.post(
+        "/api/v1/datasets/",
+        {"name": "T", "budget_epsilon": "1", "file": csv_upload(content)},
+        format="multipart",
+    )
+    dataset = Dataset.objects.get()
+
+    def no_detection(text):
+        raise AssertionError("a later read detected the dialect again")
+
+    monkeypatch.setattr(tables, "table_dialect_detect", no_detection)
+
+    # when
+    frame = table_load(dataset.file.path, dialect=dataset.csv_dialect)
+    suggestion = dataset_schema_suggest(dataset=dataset, user=curator)
+
+    # then
+    assert frame.to_numpy().tolist() == [["Ann", "34", "F"], ["Bob", "51", "M"], ["Cid", "29", "M"]]
+    assert suggestion["age"] == {"kind": "numeric", "lower": 29.0, "upper": 51.0}
+
+
+def test_table_load_honours_the_dialect_it_is_given(tmp_path):
+    # given a semicolon file and a stored comma dialect
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"name;age\nAnn;34\n")
+
+    # when
+    frame = table_load(str(path), dialect=COMMA)
+
+    # then it is read with commas: one column, not a detected semicolon table
+    assert list(frame.columns) == ["name;age"]
+
+
+def test_a_dataset_stored_without_a_dialect_is_detected_as_before(tmp_path):
+    # given an old row's empty csv_dialect
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"name;age\nAnn;34\n")
+
+    # when
+    frame = table_load(str(path), dialect={})
+
+    # then
+    assert frame.to_numpy().tolist() == [["Ann", "34"]]
+
+
+# --- line endings, blank lines, NUL -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+def test_every_line_ending_reads_the_same_records(ending):
+    # given
+    raw = ending.join(["name,age", "Ann,34", '"Bob, Jr",51', ""]).encode()
+
+    # when
+    parsed = table_parse(raw)
+
+    # then
+    assert cells(parsed) == [["Ann", "34"], ["Bob, Jr", "51"]]
+
+
+def test_a_line_break_inside_quotes_stays_in_the_field():
+    # when
+    parsed = table_parse(b'name,note\nAnn,"two\r\nlines"\nBob,"cr\ronly"\n')
+
+    # then
+    assert cells(parsed) == [["Ann", "two\r\nlines"], ["Bob", "cr\ronly"]]
+
+
+def test_a_line_of_empty_fields_is_a_record_with_every_value_missing():
+    # when
+    parsed = table_parse(b"name,age\nAnn,34\n,\nBob,51\n")
+
+    # then
+    assert cells(parsed) == [["Ann", "34"], ["", ""], ["Bob", "51"]]
+
+
+def test_blank_lines_at_the_end_are_ignored_and_inside_are_refused_naming_the_row():
+    # given
+    trailing = b"name,age\nAnn,34\nBob,51\n\n   \r\n\n"
+    inside = b"name,age\r\nAnn,34\r\n   \r\nBob,51\r\n"
+
+    # when
+    parsed = table_parse(trailing)
+    with pytest.raises(TableError) as refused:
+        table_parse(inside)
+
+    # then
+    assert cells(parsed) == [["Ann", "34"], ["Bob", "51"]]
+    assert str(refused.value) == (
+        "Row 3 is blank: remove blank lines inside the table (blank lines at the end of the "
+        "file are ignored)."
+    )
+
+
+def test_a_nul_byte_anywhere_is_refused():
+    # given a NUL 100 KiB into the file
+    raw = b"name,age\n" + b"Ann,34\n" * 15_000 + b"Bob,5\x001\n"
+
+    # when
+    with pytest.raises(TableError) as refused:
+        table_parse(raw)
+
+    # then
+    assert str(refused.value) == "This does not look like a CSV file (it contains binary data)."
+
+
+# --- properties -------------------------------------------------------------------------------
+
+FUZZ_ALPHABET = st.sampled_from(
+    [",", ";", "\t", '"', "'", "\r", "\n", " ", "a", "1", "-", ".", "e", "\x00", "é", "\ufeff"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=300),
+        st.lists(FUZZ_ALPHABET, max_size=200).map(lambda chars: "".join(chars).encode()),
+    )
+)
+def test_any_bytes_give_a_table_or_a_table_error_and_reread_identically(raw):
+    # when
+    try:
+        parsed = table_parse(raw)
+    except TableError:
+        return
+
+    # then a later read with the stored dialect gives the same table
+    again = table_parse(raw, dialect=parsed.dialect)
+    pd.testing.assert_frame_equal(again.frame, parsed.frame)
+    assert again.columns == parsed.columns
+
+
+CELL_CHARACTERS = string.ascii_letters[:6] + string.digits[:4] + " ,;\t\"'-."
+
+
+@st.composite
+def written_tables(draw):
+    """A table written by the csv module with a generated dialect, and that dialect."""
+    delimiter = draw(st.sampled_from([",", ";", "\t"]))
+    quotechar = draw(st.sampled_from(['"', "'"]))
+    line_end = draw(st.sampled_from(["\r\n", "\n", "\r"]))
+    skipinitialspace = draw(st.booleans())
+    # The writer quotes a field holding a line-break character only if that character is in
+    # its line terminator, so line breaks inside cells are drawn only with CRLF.
+    alphabet = CELL_CHARACTERS + ("\r\n" if line_end == "\r\n" else "")
+    width = draw(st.integers(min_value=2, max_value=4))
+    header = draw(
+        st.lists(
+            st.text(string.ascii_lowercase, min_size=1, max_size=5),
+            min_size=width,
+            max_size=width,
+            unique=True,
+        )
+    )
+    cell = st.text(alphabet, max_size=6)
+    if skipinitialspace:
+        # A reader that skips spaces after a delimiter cannot give them back.
+        cell = cell.map(lambda text: text.lstrip(" "))
+    rows = draw(st.lists(st.lists(cell, min_size=width, max_size=width), min_size=1, max_size=6))
+    dialect = {
+        "delimiter": delimiter,
+        "quotechar": quotechar,
+        "doublequote": True,
+        "escapechar": None,
+        "skipinitialspace": skipinitialspace,
+    }
+    out = io.StringIO(newline="")
+    writer = csv.writer(
+        out, delimiter=delimiter, quotechar=quotechar, doublequote=True, lineterminator=line_end
+    )
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue().encode(), dialect, header, rows
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(written_tables())
+def test_a_table_written_with_a_dialect_reads_back_the_same_cells_with_it(table):
+    # given
+    raw, dialect, header, rows = table
+
+    # when
+    parsed = table_parse(raw, dialect=dialect)
+
+    # then
+    assert list(parsed.frame.columns) == header
+    assert cells(parsed) == rows
+    assert parsed.dialect == dialect
