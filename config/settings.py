@@ -148,6 +148,16 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # Bounded parsers: a body can neither crash the server (deep JSON) nor exhaust its memory.
+    "DEFAULT_PARSER_CLASSES": [
+        "releases.apis.parsers.JSONParser",
+        "releases.apis.parsers.FormParser",
+        "releases.apis.parsers.MultiPartParser",
+    ],
+    # Read by releases.apis.parsers (DRF itself ignores them): JSON and form bodies, in bytes;
+    # nesting of JSON arrays and objects, in levels.
+    "MAX_BODY_BYTES": env.int("API_MAX_BODY_BYTES", default=2 * 1024 * 1024),
+    "MAX_JSON_DEPTH": env.int("API_MAX_JSON_DEPTH", default=32),
     "DEFAULT_PAGINATION_CLASS": "releases.apis.pagination.Pagination",
     "PAGE_SIZE": env.int("API_PAGE_SIZE", default=20),
     "EXCEPTION_HANDLER": "releases.apis.errors.api_exception_handler",

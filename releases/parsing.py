@@ -1,38 +1,79 @@
 """Lenient parsing of query-string values, shared by pages and the API."""
 
+import math
 import re
 from datetime import UTC, datetime
 
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+NUL_MESSAGE = "must not contain a NUL character"
+SINCE_MESSAGE = "must be an ISO-8601 date and time"
+SINCE_RANGE_MESSAGE = "must be an ISO-8601 date and time between the years 1 and 9999 in UTC"
+
 
 def parse_iso_datetime(text: str) -> datetime | None:
-    """An aware datetime from ISO-8601 text (naive means UTC), or ``None`` if it is not one,
-    including well-formed but impossible dates such as month 13."""
+    """An aware datetime in UTC from ISO-8601 text (naive means UTC), or ``None`` if it is not
+    one, including well-formed but impossible dates such as month 13 and dates that leave the
+    years 1–9999 once converted to UTC (``0001-01-01T00:00+01:00``)."""
+    value, _ = _parse_iso_datetime(text)
+    return value
+
+
+def _parse_iso_datetime(text: str) -> tuple[datetime | None, str | None]:
     try:
         value = parse_datetime(text.strip())
     except ValueError:
-        return None
-    if value is not None and timezone.is_naive(value):
+        return None, SINCE_MESSAGE
+    if value is None:
+        return None, SINCE_MESSAGE
+    if timezone.is_naive(value):
         value = timezone.make_aware(value, UTC)
-    return value
+    try:
+        # Converted here, so the database is never asked to convert a date it cannot represent.
+        return value.astimezone(UTC), None
+    except OverflowError:
+        return None, SINCE_RANGE_MESSAGE
+
+
+def parse_finite_number(text: str) -> float | None:
+    """A finite float from query-string text, or ``None`` for anything else ("nan", "inf",
+    "1e999", "", garbage)."""
+    try:
+        value = float(text)
+    except (ValueError, OverflowError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def text_param_problem(text: str) -> str | None:
+    """Why a free-text parameter cannot be used in a query (PostgreSQL refuses NUL
+    characters), or ``None``."""
+    return NUL_MESSAGE if "\x00" in text else None
 
 
 def audit_filters_parse(params) -> tuple[dict, dict[str, list[str]]]:
     """The audit trail's filters from query parameters (``dataset``, ``actor``, ``action``,
     ``since``), and errors naming each bad one; bad filters are left out of the result."""
     errors: dict[str, list[str]] = {}
-    filters: dict = {"actor": params.get("actor") or None, "action": params.get("action") or None}
+    filters: dict = {}
+    for name in ("actor", "action"):
+        value = params.get(name) or None
+        problem = None if value is None else text_param_problem(value)
+        if problem is not None:
+            errors[name] = [problem]
+            value = None
+        filters[name] = value
     dataset = params.get("dataset") or None
     if dataset is not None:
-        if re.fullmatch(r"[0-9]+", dataset):
+        # At most 19 digits (a 64-bit id) before int(): 5,000 would be a ValueError of its own.
+        if re.fullmatch(r"[0-9]{1,19}", dataset) and int(dataset) < 2**63:
             filters["dataset"] = int(dataset)
         else:
             errors["dataset"] = ["must be a dataset id"]
     since = params.get("since") or None
     if since is not None:
-        filters["since"] = parse_iso_datetime(since)
-        if filters["since"] is None:
-            errors["since"] = ["must be an ISO-8601 date and time"]
+        filters["since"], problem = _parse_iso_datetime(since)
+        if problem is not None:
+            errors["since"] = [problem]
     return filters, errors

@@ -8,7 +8,7 @@ from django.shortcuts import render
 
 from accounts.roles import Role, user_has_role
 from releases import selectors
-from releases.parsing import audit_filters_parse
+from releases.parsing import audit_filters_parse, text_param_problem
 from releases.services.audit import AuditAction, audit_chain_verify
 
 CATALOG_PAGE_SIZE = 10
@@ -22,14 +22,27 @@ def home(request):
 
 def catalog_list(request):
     search = request.GET.get("q", "").strip()
+    problem = text_param_problem(search)
+    errors = [] if problem is None else [f"The search {problem}."]
+    if errors:
+        search = ""
     page = Paginator(
         selectors.release_list_published(search=search or None), CATALOG_PAGE_SIZE
     ).get_page(request.GET.get("page"))
-    return render(request, "catalog/list.html", {"page": page, "search": search})
+    return render(request, "catalog/list.html", {"page": page, "search": search, "errors": errors})
+
+
+def plotly_text(text: str) -> str:
+    """``text`` as Plotly shows it literally. Plotly reads a subset of HTML in titles, tick labels
+    and hover text (``<a href>``, ``<span style>``, ``<br>``…) and decodes entities into plain
+    characters, so with ``&``, ``<`` and ``>`` as entities no markup from a curator's names
+    reaches the chart."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _chart_data(statistics: list[dict]) -> list[dict]:
-    """Histogram bars with asymmetric 95% error bars, for the page's Plotly script."""
+    """Histogram bars with asymmetric 95% error bars, for the page's Plotly script. Every text
+    from curator input (category and column names) is escaped by :func:`plotly_text`."""
     charts = []
     for index, stat in enumerate(statistics):
         if isinstance(stat["value"], dict):
@@ -38,9 +51,9 @@ def _chart_data(statistics: list[dict]) -> list[dict]:
             charts.append(
                 {
                     "id": f"chart-{index}",
-                    "title": f"{stat['kind']} of {stat['label']}",
+                    "title": plotly_text(f"{stat['kind']} of {stat['label']}"),
                     "axis": "published count" if stat["kind"] == "histogram" else "published sum",
-                    "labels": labels,
+                    "labels": [plotly_text(label) for label in labels],
                     "values": values,
                     "minus": [
                         v - stat["ci95"][label][0] for label, v in zip(labels, values, strict=True)
@@ -90,7 +103,7 @@ def audit_page(request):
     page = Paginator(events, AUDIT_PAGE_SIZE).get_page(params.get("page"))
     datasets = [
         {"dataset": d, "epsilon": selectors.dataset_budget(d)[0]}
-        for d in selectors.dataset_list_visible(user=request.user).select_related("owner")
+        for d in selectors.dataset_list_for_compliance(user=request.user)
     ]
     query = params.copy()
     query.pop("page", None)

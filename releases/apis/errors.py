@@ -3,9 +3,11 @@
 from typing import Any
 
 from rest_framework import status
+from rest_framework.exceptions import ParseError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from releases.apis.parsers import BodyRefused
 from releases.services.errors import Conflict, ValidationFailed
 
 
@@ -30,6 +32,16 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if isinstance(exc, ValidationFailed):
         return Response(
             {"detail": exc.detail, "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST
+        )
+    if isinstance(exc, BodyRefused):
+        return Response(
+            {"detail": str(exc.detail), "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST
+        )
+    if isinstance(exc, ParseError):
+        # A body that is not JSON (or not a form) at all: the body is the field at fault.
+        return Response(
+            {"detail": "Invalid input.", "errors": {"body": [str(exc.detail)]}},
+            status=status.HTTP_400_BAD_REQUEST,
         )
     if isinstance(exc, Conflict):
         return Response({"detail": exc.detail}, status=status.HTTP_409_CONFLICT)

@@ -1,11 +1,11 @@
 """HTTP API v1: validate input, call one service or selector, render JSON."""
 
+import math
 import re
 
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
@@ -14,16 +14,20 @@ from rest_framework.views import APIView
 from accounts.permissions import IsCompliance, IsCurator, IsCuratorOrCompliance
 from accounts.services import auth_token_obtain
 from privacy_engine import (
+    MAX_ROWS,
+    EngineValidationError,
+    check_declared_size,
     epsilon_to_truth_probability,
     group_privacy,
     posterior_bound,
     truth_probability_to_epsilon,
 )
-from privacy_engine.guidance import suggest_starting_point
+from privacy_engine.guidance import HARM_EPSILON, RELEASES_FACTOR, suggest_starting_point
 from releases import selectors
 from releases.apis.pagination import Pagination
+from releases.apis.parsers import FormParser, JSONParser, MultiPartParser
 from releases.models import Dataset, Release, ReleaseFile
-from releases.parsing import audit_filters_parse
+from releases.parsing import audit_filters_parse, parse_finite_number, text_param_problem
 from releases.services.audit import AuditAction, audit_chain_verify, audit_record
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.errors import ValidationFailed
@@ -34,6 +38,15 @@ from releases.services.releases import (
     release_submit,
     release_warnings,
 )
+
+# The translation endpoint's ranges: no dataset's budget reaches 10¹² (see
+# releases.services.datasets), and the wizard asks about groups far smaller than 1000 people.
+TRANSLATE_MAX_EPSILON = 1e12
+TRANSLATE_EPSILON_MESSAGE = "must be a number from 0 to 1e12"
+TRANSLATE_MAX_GROUP_SIZE = 1000
+TRANSLATE_GROUP_MESSAGE = f"must be a whole number from 1 to {TRANSLATE_MAX_GROUP_SIZE}"
+TRANSLATE_PROBABILITY_MESSAGE = "must be a number from 0.5 and below 1"
+JSON_OBJECT_MESSAGE = "must be a JSON object"
 
 
 def _paginate(view: APIView, request, queryset, render) -> Response:
@@ -55,6 +68,11 @@ def dataset_data(dataset: Dataset) -> dict:
         "ledger": dataset.ledger_kind or None,
         "budget": epsilon.as_dict(),
         "budget_delta": delta.as_dict(),
+        "sha256": dataset.sha256 or None,
+        # Another curator's dataset is never named to this one, not even by id.
+        "duplicate_of": dataset.duplicate_of_id
+        if dataset.duplicate_of_id is not None and dataset.duplicate_of.owner_id == dataset.owner_id
+        else None,
         "created_at": dataset.created_at.isoformat(),
     }
 
@@ -65,6 +83,8 @@ def compliance_dataset_data(dataset: Dataset) -> dict:
     data.pop("row_count")
     # Inferred kinds are read from the rows (an "identifier" has all-distinct values): names only.
     data["columns"] = [{"name": column["name"]} for column in dataset.columns]
+    # Identical uploads given their own budget are flagged to compliance whoever holds them.
+    data["duplicate_of"] = dataset.duplicate_of_id
     return data
 
 
@@ -170,6 +190,7 @@ class DatasetListApi(APIView):
             budget_epsilon=request.data.get("budget_epsilon"),
             budget_delta=request.data.get("budget_delta"),
             declared_size=request.data.get("declared_size"),
+            confirm_new_budget=request.data.get("confirm_new_budget", False),
         )
         return Response(dataset_data(dataset), status=status.HTTP_201_CREATED)
 
@@ -258,7 +279,11 @@ class CatalogListApi(APIView):
     permission_classes = [AllowAny]
 
     def get(self, request):
-        releases = selectors.release_list_published(search=request.query_params.get("search"))
+        search = request.query_params.get("search")
+        problem = None if search is None else text_param_problem(search)
+        if problem is not None:
+            raise ValidationFailed({"search": [problem]})
+        releases = selectors.release_list_published(search=search)
         return _paginate(self, request, releases, lambda r: catalog_entry(r, request))
 
 
@@ -346,8 +371,9 @@ class AuditVerifyApi(APIView):
 
 
 class TranslateApi(APIView):
-    """ε ↔ p (probability of a truthful answer about one person) and the odds bound; public facts
-    only, so anyone may ask."""
+    """ε ↔ p (probability of a truthful answer about one person), the odds bound and group
+    privacy; public facts only, so anyone may ask. Every parameter is checked here, each naming
+    itself when out of range, before the engine computes anything."""
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
@@ -355,44 +381,64 @@ class TranslateApi(APIView):
     def get(self, request):
         params = request.query_params
         errors: dict[str, list[str]] = {}
-        values: dict[str, float] = {}
-        for name in ("epsilon", "truth_probability", "prior", "delta", "group_size"):
-            if params.get(name) not in (None, ""):
-                try:
-                    values[name] = float(params[name])
-                except ValueError:
-                    errors[name] = ["must be a number"]
+
+        def number(name: str, low: float, high: float, message: str) -> float | None:
+            text = params.get(name)
+            if text in (None, ""):
+                return None
+            value = parse_finite_number(text)
+            if value is None or not low <= value <= high:
+                errors[name] = [message]
+                return None
+            return value
+
+        epsilon = number("epsilon", 0.0, TRANSLATE_MAX_EPSILON, TRANSLATE_EPSILON_MESSAGE)
+        probability = number("truth_probability", 0.5, 1.0, TRANSLATE_PROBABILITY_MESSAGE)
+        if probability == 1.0:  # certainty is no ε at all
+            errors["truth_probability"] = [TRANSLATE_PROBABILITY_MESSAGE]
+            probability = None
+        prior = number("prior", 0.0, 1.0, "must be a number from 0 to 1")
+        delta = number("delta", 0.0, 1.0, "must be a number from 0 to 1")
+        group_size = number("group_size", 1.0, TRANSLATE_MAX_GROUP_SIZE, TRANSLATE_GROUP_MESSAGE)
+        if group_size is not None and not group_size.is_integer():
+            errors["group_size"] = [TRANSLATE_GROUP_MESSAGE]
+        if epsilon is None and probability is None and not errors:
+            errors["epsilon"] = ["give epsilon or truth_probability"]
         if errors:
             raise ValidationFailed(errors)
+
+        source = "epsilon" if epsilon is not None else "truth_probability"
+        group_size = int(group_size or 2)
+        prior = 0.1 if prior is None else prior
         try:
-            if "epsilon" in values:
-                epsilon = values["epsilon"]
+            if epsilon is not None:
                 probability = epsilon_to_truth_probability(epsilon)
-            elif "truth_probability" in values:
-                probability = values["truth_probability"]
-                epsilon = truth_probability_to_epsilon(probability)
             else:
-                raise ValidationFailed({"epsilon": ["give epsilon or truth_probability"]})
-            prior = values.get("prior", 0.1)
+                epsilon = truth_probability_to_epsilon(probability)
+        except (ValueError, OverflowError) as error:
+            raise ValidationFailed({source: [str(error)]}) from None
+        try:
             posterior = posterior_bound(prior=prior, epsilon=epsilon)
-            group_size = values.get("group_size", 2.0)
-            if not group_size.is_integer():
-                raise ValueError("group size must be a whole number ≥ 1")
+        except (ValueError, OverflowError) as error:
+            raise ValidationFailed({"prior": [str(error)]}) from None
+        try:
             group_epsilon, group_delta = group_privacy(
-                group_size=int(group_size), epsilon=epsilon, delta=values.get("delta", 0.0)
+                group_size=group_size, epsilon=epsilon, delta=delta or 0.0
             )
-        except ValueError as error:
-            message = str(error)
-            field = next(
-                (name for name in ("prior", "group size", "delta") if name in message),
-                "epsilon" if "epsilon" in values else "truth_probability",
-            ).replace("group size", "group_size")
-            raise ValidationFailed({field: [message]}) from None
+        except (ValueError, OverflowError) as error:
+            # Every parameter is in range here: only the group's bound can be beyond a float.
+            message = (
+                str(error)
+                if isinstance(error, ValueError)
+                else "the group's guarantee is beyond any finite number: choose a smaller "
+                "group size or ε"
+            )
+            raise ValidationFailed({"group_size": [message]}) from None
         return Response(
             {
                 "epsilon": epsilon,
                 "truth_probability": probability,
-                "group_size": int(group_size),
+                "group_size": group_size,
                 "group_epsilon": group_epsilon,
                 "group_delta": group_delta,
                 "prior": prior,
@@ -410,17 +456,31 @@ class AccuracySolverApi(APIView):
 
     def post(self, request, dataset_id: int):
         dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=dataset_id)
-        body = request.data if isinstance(request.data, dict) else {}
-        target = body.get("ci95_halfwidth")
-        if isinstance(target, bool) or not isinstance(target, int | float):
+        body = request.data
+        if not isinstance(body, dict):
+            raise ValidationFailed({"body": [JSON_OBJECT_MESSAGE]})
+        target = _positive_number(body.get("ci95_halfwidth"))
+        if target is None:
             raise ValidationFailed({"ci95_halfwidth": ["must be a number greater than 0"]})
         epsilon = release_epsilon_for_accuracy(
             dataset=dataset,
             definition=body.get("definition"),
             query=body.get("query"),
-            ci95_halfwidth=float(target),
+            ci95_halfwidth=target,
         )
-        return Response({"epsilon": epsilon, "ci95_halfwidth": float(target)})
+        return Response({"epsilon": epsilon, "ci95_halfwidth": target})
+
+
+def _positive_number(value) -> float | None:
+    """A JSON number as a finite float greater than 0, else ``None`` (10**400, a whole number
+    beyond every float, is ``None`` rather than an OverflowError)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) and number > 0 else None
 
 
 class StartingPointApi(APIView):
@@ -431,18 +491,30 @@ class StartingPointApi(APIView):
 
     def get(self, request):
         params = request.query_params
-        declared_size = params.get("declared_size")
-        if declared_size is not None and not re.fullmatch(r"[0-9]+", declared_size):
-            raise ValidationFailed({"declared_size": ["must be a positive whole number"]})
+        errors: dict[str, list[str]] = {}
+        harm, releases = params.get("harm", ""), params.get("releases", "")
+        if harm not in HARM_EPSILON:
+            errors["harm"] = [f"must be one of {', '.join(HARM_EPSILON)}"]
+        if releases not in RELEASES_FACTOR:
+            errors["releases"] = [f"must be one of {', '.join(RELEASES_FACTOR)}"]
+        declared_size = params.get("declared_size") or None
+        if declared_size is not None:
+            # Digits are checked before int(): 5,000 of them would be a ValueError of its own.
+            if re.fullmatch(r"[0-9]{1,20}", declared_size) is None:
+                errors["declared_size"] = [f"must be a whole number from 1 to {MAX_ROWS:,}"]
+            else:
+                try:
+                    declared_size = check_declared_size(int(declared_size))
+                except EngineValidationError as error:
+                    errors.update(error.errors)
+        if errors:
+            raise ValidationFailed(errors)
         try:
             point = suggest_starting_point(
-                harm=params.get("harm", ""),
-                releases=params.get("releases", ""),
-                declared_size=int(declared_size) if declared_size else None,
+                harm=harm, releases=releases, declared_size=declared_size
             )
-        except ValueError as error:
-            field = "harm" if "harm" in str(error) else "releases"
-            raise ValidationFailed({field: [str(error)]}) from None
+        except EngineValidationError as error:
+            raise ValidationFailed(error.errors) from None
         return Response(
             {"epsilon": point.epsilon, "delta": point.delta, "reasons": list(point.reasons)}
         )

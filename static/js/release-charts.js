@@ -1,4 +1,6 @@
 // Draws each histogram of a release as a bar chart with its published 95% intervals.
+// Labels arrive with &, < and > as entities (views.plotly_text): Plotly shows them as plain text
+// and never as its link or style markup; nothing here may build markup from them.
 (function () {
   "use strict";
   var source = document.getElementById("chart-data");
@@ -15,6 +17,8 @@
       hovertemplate: "%{x}: %{y}<extra></extra>"
     }], {
       margin: { t: 20, r: 10, b: 40, l: 50 },
+      // Categories stay text: a label such as "2024-01-01" or "10" is not read as a date or number.
+      xaxis: { type: "category" },
       yaxis: { title: { text: chart.axis }, rangemode: "tozero" }
     }, { responsive: true, displaylogo: false });
   });
