@@ -18,7 +18,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts.roles import Role, user_has_role
-from privacy_engine import EngineValidationError, accuracy_curve, truth_probability_to_epsilon
+from privacy_engine import (
+    EngineValidationError,
+    accuracy_curve,
+    blowfish_refusal,
+    truth_probability_to_epsilon,
+)
 from privacy_engine.definitions import MAX_EPSILON, MIN_EPSILON, default_delta
 from privacy_engine.desiderata import desiderata_table
 from privacy_engine.guidance import (
@@ -37,6 +42,7 @@ from releases.forms import (
 )
 from releases.models import Release
 from releases.services.datasets import (
+    DuplicateUpload,
     dataset_create,
     dataset_has_submissions,
     dataset_schema_update,
@@ -45,6 +51,7 @@ from releases.services.errors import Conflict, ValidationFailed
 from releases.services.releases import (
     policy_explanation,
     release_charge_preview,
+    release_columns_from_data,
     release_draft_create,
     release_draft_update,
     release_simulated_preview,
@@ -93,6 +100,7 @@ def dataset_list(request):
 @curator_required
 def dataset_upload(request):
     form = DatasetUploadForm(request.POST or None, request.FILES or None)
+    duplicate_detail = None
     if request.method == "POST":
         try:
             dataset = dataset_create(
@@ -102,15 +110,30 @@ def dataset_upload(request):
                 budget_epsilon=request.POST.get("budget_epsilon"),
                 budget_delta=request.POST.get("budget_delta"),
                 declared_size=request.POST.get("declared_size"),
+                confirm_new_budget=request.POST.get("confirm_new_budget", ""),
             )
         except ValidationFailed as error:
             form.is_valid()
             form.errors.clear()
             _add_errors(form, error.errors)
+        except DuplicateUpload as duplicate:
+            # Everything typed stays in the bound form; only the file must be chosen again.
+            form.is_valid()
+            form.errors.clear()
+            duplicate_detail = duplicate.detail
         else:
             messages.success(request, "Uploaded. Now declare what is public about each column.")
             return redirect("dataset-detail", pk=dataset.pk)
-    return render(request, "curator/upload.html", {"form": form})
+    return render(
+        request,
+        "curator/upload.html",
+        {
+            "form": form,
+            "duplicate_detail": duplicate_detail,
+            "offer_confirm": duplicate_detail is not None
+            or request.POST.get("confirm_new_budget") is not None,
+        },
+    )
 
 
 def _column_forms(dataset, data=None, initial_schema=None):
@@ -208,6 +231,11 @@ def dataset_detail(request, pk: int):
             "group_example": {"size": max(rows_per_person, 3), "epsilon": group_epsilon},
             "budget": epsilon,
             "releases": releases,
+            "from_data_columns": selectors.dataset_columns_from_data(dataset=dataset),
+            # Named only when it is the curator's own: another's dataset stays anonymous.
+            "duplicate_of_own": dataset.duplicate_of
+            if dataset.duplicate_of_id and dataset.duplicate_of.owner_id == dataset.owner_id
+            else None,
         },
     )
 
@@ -245,15 +273,30 @@ POLICY_FIELDS = {
 
 
 def _add_definition_errors(form, errors: dict[str, list[str]]) -> None:
-    """Attach ``definition.policy.theta``-style service errors to the privacy form's fields."""
+    """Attach ``definition.policy.theta``-style service errors to the privacy form's fields
+    (``definition.kind``, a refused definition, to the definition choice)."""
+    if not form.is_bound:
+        # A saved draft shown again: add_error() needs the cleaned_data an unbound form lacks.
+        form.full_clean()
+        form.cleaned_data = {}
     for path, messages_for_path in errors.items():
         parts = path.split(".")
         if parts[:2] == ["definition", "policy"] and len(parts) > 2:
             field = POLICY_FIELDS.get(parts[2])
+        elif parts == ["definition", "kind"]:
+            field = "definition_kind"
+        elif parts == ["definition", "policy"]:
+            field = "policy_graph"
         else:
             field = parts[-1]
         for message in messages_for_path:
             form.add_error(field if field in form.fields else None, message)
+
+
+DRAFT_DEFINITION_STALE = (
+    "The dataset's schema changed after this draft was saved, and its privacy definition no "
+    "longer fits it: fix what is marked below and save."
+)
 
 
 def _starting_point(request, dataset):
@@ -263,6 +306,51 @@ def _starting_point(request, dataset):
             harm=harm, releases=planned, declared_size=dataset.declared_size
         )
     return None
+
+
+def _unfit_statistics(release: Release, errors: dict[str, list[str]]) -> set[int] | None:
+    """The indexes of the draft's statistics named by ``errors`` when they name nothing else."""
+    indexes = set()
+    for path in errors:
+        parts = path.split(".")
+        if parts[0] != "queries" or len(parts) < 2 or not parts[1].isdigit():
+            return None
+        indexes.add(int(parts[1]))
+    return indexes if indexes and max(indexes) < len(release.queries) else None
+
+
+def _draft_definition_update(request, release: Release, *, title: str, definition: dict):
+    """Save the privacy step on a draft. Statistics that the schema, changed since they were
+    chosen, no longer allows would block every save of either step, so they are removed, saying
+    which, and the curator chooses them again on the next step."""
+    try:
+        return release_draft_update(
+            release=release, user=request.user, title=title, definition=definition
+        )
+    except ValidationFailed as error:
+        unfit = _unfit_statistics(release, error.errors)
+        if unfit is None:
+            raise
+        problems = error.errors
+    kept = [query for index, query in enumerate(release.queries) if index not in unfit]
+    updated = release_draft_update(
+        release=release,
+        user=request.user,
+        title=title,
+        definition=definition,
+        queries=kept or [{"kind": "count"}],
+    )
+    removed = "; ".join(
+        f"{_statistic_name(release.queries[int(path.split('.')[1])])}: {message}"
+        for path, messages_for_path in problems.items()
+        for message in messages_for_path
+    )
+    messages.warning(
+        request,
+        "The dataset's schema changed since these statistics were chosen, and they no longer "
+        f"fit it, so they were removed from the draft ({removed}). Choose them again.",
+    )
+    return updated
 
 
 def _privacy_step(request, dataset, release: Release | None):
@@ -278,7 +366,10 @@ def _privacy_step(request, dataset, release: Release | None):
         for name, spec in (dataset.schema or {}).get("columns", {}).items()
         if spec.get("kind") != "identifier"
     ]
-    form = PrivacyStepForm(request.POST or None, initial=initial, columns=columns)
+    refusal = blowfish_refusal(dataset.schema) if dataset.schema else None
+    form = PrivacyStepForm(
+        request.POST or None, initial=initial, columns=columns, blowfish_refusal=refusal
+    )
     if request.method == "POST" and form.is_valid():
         definition = form.definition(_epsilon_from(form))
         try:
@@ -291,11 +382,8 @@ def _privacy_step(request, dataset, release: Release | None):
                     queries=[{"kind": "count"}],
                 )
             else:
-                release = release_draft_update(
-                    release=release,
-                    user=request.user,
-                    title=form.cleaned_data["title"],
-                    definition=definition,
+                release = _draft_definition_update(
+                    request, release, title=form.cleaned_data["title"], definition=definition
                 )
         except ValidationFailed as error:
             _add_definition_errors(form, error.errors)
@@ -303,10 +391,25 @@ def _privacy_step(request, dataset, release: Release | None):
             messages.error(request, conflict.detail)
         else:
             return redirect("wizard-statistics", pk=release.pk)
+    blowfish = None
+    if release is not None and release.definition["kind"] == "blowfish":
+        try:
+            blowfish = policy_explanation(
+                dataset=dataset,
+                policy=release.definition["policy"],
+                epsilon=release.definition["epsilon"],
+            )
+        except ValidationFailed as error:
+            # The schema changed under the saved draft (its column made an identifier, a person
+            # key declared): shown on the prefilled fields, so the curator can fix it and save.
+            if not form.is_bound:
+                _add_definition_errors(form, error.errors)
+                form.add_error(None, DRAFT_DEFINITION_STALE)
     context = _wizard_context(release, dataset, "privacy")
     context.update(
         {
             "form": form,
+            "blowfish_refusal": refusal,
             "spent_and_reserved": epsilon_spent_and_reserved(dataset),
             "desiderata": desiderata_table(),
             "starting_point": suggestion,
@@ -320,13 +423,7 @@ def _privacy_step(request, dataset, release: Release | None):
             "declared_size": dataset.declared_size,
             "ledger": dataset.get_ledger_kind_display() if dataset.ledger_kind else None,
             "ledger_policy": dataset.ledger_policy,
-            "blowfish": policy_explanation(
-                dataset=dataset,
-                policy=release.definition["policy"],
-                epsilon=release.definition["epsilon"],
-            )
-            if release is not None and release.definition["kind"] == "blowfish"
-            else None,
+            "blowfish": blowfish,
         }
     )
     return render(request, "curator/wizard_privacy.html", context)
@@ -411,6 +508,16 @@ def wizard_statistics(request, pk: int):
                     form = live_forms[int(parts[1])]
                     for message in errors:
                         form.add_error(parts[2] if parts[2] in form.fields else None, message)
+                elif parts[0] == "definition":
+                    # The schema changed under the draft's definition: only the privacy step
+                    # can fix it, and no statistics can be saved until then.
+                    for message in errors:
+                        messages.error(
+                            request,
+                            "The dataset's schema changed since the privacy definition was "
+                            f"chosen ({path.removeprefix('definition.')}: {message}): fix it "
+                            "on the Privacy step first.",
+                        )
                 else:
                     for message in errors:
                         messages.error(request, message)
@@ -460,6 +567,35 @@ def _epsilon_grid(epsilon: float, points: int = 25) -> list[float]:
     return [math.exp(math.log(low) + i * step) for i in range(points)]
 
 
+def _statistic_name(query: dict) -> str:
+    columns = query.get("columns") or ([query["column"]] if query.get("column") else [])
+    label = STATISTIC_LABELS.get(query.get("kind"), str(query.get("kind")))
+    return label + (" of " + ", ".join(map(str, columns)) if columns else "")
+
+
+def _back_to_fix(request, release: Release, errors: dict[str, list[str]]):
+    """Back to the step where a draft the schema no longer fits can be fixed, saying what no
+    longer fits: the privacy step for its definition, else the statistics."""
+    texts = []
+    for path, messages_for_path in errors.items():
+        parts = path.split(".")
+        where = path.removeprefix("definition.")
+        if parts[0] == "queries" and len(parts) > 1 and parts[1].isdigit():
+            index = int(parts[1])
+            if index < len(release.queries):
+                where = f"statistic {index + 1} ({_statistic_name(release.queries[index])})"
+        texts += [f"{where}: {message}" for message in messages_for_path]
+    if any(path.split(".")[0] == "definition" for path in errors):
+        messages.error(
+            request,
+            "Choose the privacy definition again: the dataset's schema changed since this "
+            f"draft was saved ({'; '.join(texts)}).",
+        )
+        return redirect("wizard-privacy", pk=release.pk)
+    messages.error(request, f"Choose the statistics again: {'; '.join(texts)}")
+    return redirect("wizard-statistics", pk=release.pk)
+
+
 @curator_required
 def wizard_preview(request, pk: int):
     release, done = _draft_or_status(request, pk)
@@ -481,10 +617,10 @@ def wizard_preview(request, pk: int):
             queries=release.queries,
             epsilons=_epsilon_grid(release.definition["epsilon"]),
         )
-    except EngineValidationError as error:
-        # The schema changed since the statistics were chosen.
-        messages.error(request, f"Choose the statistics again: {error}")
-        return redirect("wizard-statistics", pk=release.pk)
+        simulated = release_simulated_preview(release)
+    except (EngineValidationError, ValidationFailed) as error:
+        # The schema changed since the draft was saved.
+        return _back_to_fix(request, release, error.errors)
     chart = {
         "epsilon": release.definition["epsilon"],
         "series": [
@@ -496,7 +632,6 @@ def wizard_preview(request, pk: int):
             for index, row in enumerate(rows)
         ],
     }
-    simulated = release_simulated_preview(release)
     context = _wizard_context(release, release.dataset, "preview")
     context["simulated"] = simulated
     context.update(
@@ -516,22 +651,31 @@ def wizard_confirm(request, pk: int):
     release, done = _draft_or_status(request, pk)
     if done:
         return done
+    data_columns = release_columns_from_data(release=release)
     if request.method == "POST":
-        try:
-            release_submit(release=release, user=request.user)
-        except Conflict as conflict:
-            messages.error(request, conflict.detail)
-        except ValidationFailed as error:
-            for errors in error.errors.values():
-                for message in errors:
-                    messages.error(request, message)
+        if data_columns and request.POST.get("confirm_data_derived") != "on":
+            messages.error(
+                request,
+                "Confirm that you accept publishing the bounds or categories taken from the "
+                f"data ({', '.join(data_columns)}) exactly; nothing was submitted.",
+            )
         else:
-            return redirect("release-status", pk=release.pk)
+            try:
+                release_submit(release=release, user=request.user)
+            except Conflict as conflict:
+                messages.error(request, conflict.detail)
+            except ValidationFailed as error:
+                for errors in error.errors.values():
+                    for message in errors:
+                        messages.error(request, message)
+            else:
+                return redirect("release-status", pk=release.pk)
     context = _wizard_context(release, release.dataset, "confirm")
     charge = release_charge_preview(release=release)
     context.update(
         {
             "charge": charge,
+            "data_columns": data_columns,
             "rows": [
                 {**entry, "label": STATISTIC_LABELS[entry["kind"]]} for entry in charge["preview"]
             ],

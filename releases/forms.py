@@ -3,6 +3,7 @@
 from django import forms
 
 from privacy_engine.queries import QUERY_KINDS
+from privacy_engine.schema import MAX_ROWS
 
 KIND_CHOICES = [
     ("numeric", "Numeric (public bounds)"),
@@ -32,16 +33,24 @@ class DatasetUploadForm(forms.Form):
         label="Total δ budget (for (ε, δ)-DP releases)",
         min_value=0,
         initial=0,
-        max_digits=24,
-        decimal_places=12,
+        max_digits=40,
+        decimal_places=30,
         required=False,
         help_text="Leave 0 to allow only releases that never fail (ε-DP and Blowfish).",
     )
     declared_size = forms.IntegerField(
         label="Approximate number of records",
         min_value=1,
+        max_value=MAX_ROWS,
         required=False,
         help_text="A public, rounded guess used for previews; the true count stays private.",
+    )
+    # Offered once an upload was refused as identical to a stored dataset.
+    confirm_new_budget = forms.BooleanField(
+        required=False,
+        label="This is a new collection of records: give it a budget of its own",
+        help_text="Only if these are different people or a different time, not the same records "
+        "uploaded again. The pair is flagged to compliance.",
     )
 
 
@@ -161,9 +170,29 @@ class PrivacyStepForm(forms.Form):
         required=False, min_value=1, initial=1, label="c: attributes that may differ"
     )
 
-    def __init__(self, *args, columns: list[str] | None = None, **kwargs):
+    def __init__(
+        self,
+        *args,
+        columns: list[str] | None = None,
+        blowfish_refusal: str | None = None,
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
         self.fields["policy_column"].choices = [("", "—")] + [(c, c) for c in columns or []]
+        # The engine's reason why no Blowfish policy fits the schema (a person key), or None.
+        self.blowfish_refusal = blowfish_refusal
+        if blowfish_refusal is not None:
+            # Not offered, yet still a valid choice for the field, so that a posted "blowfish"
+            # is answered with the reason rather than Django's "not one of the choices".
+            self.fields["definition_kind"].widget.choices = [
+                choice for choice in DEFINITION_CHOICES if choice[0] != "blowfish"
+            ]
+
+    def clean_definition_kind(self) -> str:
+        kind = self.cleaned_data.get("definition_kind")
+        if kind == "blowfish" and self.blowfish_refusal is not None:
+            raise forms.ValidationError(self.blowfish_refusal)
+        return kind
 
     def clean(self):
         data = super().clean()

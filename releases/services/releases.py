@@ -1,8 +1,11 @@
 """Drafting and submitting releases: previews from public facts, budget reserved atomically."""
 
+import secrets
+import unicodedata
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -17,12 +20,17 @@ from privacy_engine import (
     ledger_for,
     plan_release,
 )
-from privacy_engine.definitions import definition_from_dict, delta_warnings
+from privacy_engine.definitions import (
+    ApproxDP,
+    check_delta,
+    definition_from_dict,
+    delta_warnings,
+)
 from privacy_engine.errors import prefix_errors
 from privacy_engine.guidance import simulated_preview
 from privacy_engine.policies import check_policy_against_schema
-from privacy_engine.queries import query_to_dict
-from privacy_engine.schema import NumericColumn, schema_from_dict
+from privacy_engine.queries import Histogram, Sum, query_to_dict
+from privacy_engine.schema import CategoricalColumn, NumericColumn, schema_from_dict
 from privacy_engine.sensitivity import missing_is_public
 from privacy_engine.translation import blowfish_explanation
 from releases.models import Dataset, LedgerEntry, Release, ReleaseSeries
@@ -31,38 +39,80 @@ from releases.services.audit import AuditAction, audit_record
 from releases.services.errors import Conflict, ValidationFailed
 
 
+def _published_cells(plan) -> int:
+    """How many numbers a release publishes: a histogram one per bar, a vector of sums one per
+    column, every other statistic one. Bounds the public page's size."""
+    cells = 0
+    for statistic in plan.statistics:
+        query = statistic.query
+        if isinstance(query, Histogram):
+            column = plan.schema.column(query.column)
+            cells += (
+                len(column.buckets)
+                if isinstance(column, CategoricalColumn)
+                else len(query.bins or ()) - 1
+            )
+        elif isinstance(query, Sum) and query.columns:
+            cells += len(query.columns)
+        else:
+            cells += 1
+    return cells
+
+
 def _plan(dataset: Dataset, definition: Any, queries: Any):
     if not dataset.schema:
         raise ValidationFailed(
             {"dataset": ["Declare the dataset's schema (bounds and categories) first."]}
         )
+    limit = settings.RELEASE_MAX_STATISTICS
+    if isinstance(queries, list) and len(queries) > limit:
+        raise ValidationFailed({"queries": [f"choose at most {limit} statistics per release"]})
     try:
-        return plan_release(schema=dataset.schema, definition=definition, queries=queries)
+        plan = plan_release(schema=dataset.schema, definition=definition, queries=queries)
     except EngineValidationError as error:
         raise ValidationFailed(error.errors) from None
+    cells = _published_cells(plan)
+    if cells > settings.RELEASE_MAX_CELLS:
+        raise ValidationFailed(
+            {
+                "queries": [
+                    f"these statistics publish {cells:,} numbers; at most "
+                    f"{settings.RELEASE_MAX_CELLS:,} per release keep its page readable "
+                    "(use fewer bins or categories, or split the release)"
+                ]
+            }
+        )
+    return plan
 
 
 def _series_create(*, user, dataset: Dataset, title: str) -> ReleaseSeries:
-    """A new series with a slug from the title; a concurrent draft taking the same slug first
-    makes this one retry with the next free slug."""
+    """A new series whose slug is the title plus a random part, so a slug never depends on which
+    titles other curators' drafts already took (a "-2" would reveal that one exists)."""
+    base = slugify(title)[:100] or "release"
     for _ in range(5):
         try:
             with transaction.atomic():
                 return ReleaseSeries.objects.create(
-                    owner=user, dataset=dataset, slug=_unique_slug(title), title=title
+                    owner=user,
+                    dataset=dataset,
+                    slug=f"{base}-{secrets.token_hex(4)}",
+                    title=title,
                 )
         except IntegrityError:
             continue
     raise Conflict("Could not name the release series; try again.")
 
 
-def _unique_slug(title: str) -> str:
-    base = slugify(title)[:100] or "release"
-    slug, number = base, 1
-    while ReleaseSeries.objects.filter(slug=slug).exists():
-        number += 1
-        slug = f"{base}-{number}"
-    return slug
+def _title_errors(title: Any) -> tuple[str, list[str]]:
+    """The trimmed title and what is wrong with it (empty, too long, control characters)."""
+    title = title.strip() if isinstance(title, str) else ""
+    if not title:
+        return title, ["Give the release a title."]
+    if len(title) > 200:
+        return title, ["Use at most 200 characters."]
+    if any(unicodedata.category(character) == "Cc" for character in title):
+        return title, ["The title must not contain control characters (such as NUL or tab)."]
+    return title, []
 
 
 def release_draft_create(
@@ -77,11 +127,9 @@ def release_draft_create(
     """Validate a release plan against the declared schema and store it as a draft with its
     preview. Spends no budget and reads no data."""
     errors: dict[str, list[str]] = {}
-    title = title.strip() if isinstance(title, str) else ""
-    if not title:
-        errors["title"] = ["Give the release a title."]
-    elif len(title) > 200:
-        errors["title"] = ["Use at most 200 characters."]
+    title, title_errors = _title_errors(title)
+    if title_errors:
+        errors["title"] = title_errors
     series = None
     if series_slug:
         series = ReleaseSeries.objects.filter(slug=series_slug, owner=user, dataset=dataset).first()
@@ -132,14 +180,12 @@ def release_draft_update(
 ) -> Release:
     """Change a draft's title, definition or statistics (omitted ones stay) and refresh its
     preview. Only drafts change: a submitted release is immutable."""
-    title = release.title if title is None else (title.strip() if isinstance(title, str) else "")
+    title, title_errors = _title_errors(release.title if title is None else title)
     definition = release.definition if definition is None else definition
     queries = release.queries if queries is None else queries
     errors: dict[str, list[str]] = {}
-    if not title:
-        errors["title"] = ["Give the release a title."]
-    elif len(title) > 200:
-        errors["title"] = ["Use at most 200 characters."]
+    if title_errors:
+        errors["title"] = title_errors
     plan = None
     try:
         plan = _plan(release.dataset, definition, queries)
@@ -189,10 +235,16 @@ def release_epsilon_for_accuracy(
 
 
 def release_simulated_preview(release: Release) -> list[dict] | None:
-    """The draft on a simulated table of its dataset's declared shape (see the engine)."""
-    return simulated_preview(
-        schema=release.dataset.schema, definition=release.definition, queries=release.queries
-    )
+    """The draft on a simulated table of its dataset's declared shape (see the engine).
+
+    :class:`ValidationFailed` names what no longer fits when the schema changed since the draft
+    was made (a column made an identifier, new bounds)."""
+    try:
+        return simulated_preview(
+            schema=release.dataset.schema, definition=release.definition, queries=release.queries
+        )
+    except EngineValidationError as error:
+        raise ValidationFailed(error.errors) from None
 
 
 def release_warnings(release: Release) -> list[str]:
@@ -207,9 +259,17 @@ def _format_amount(amount: Decimal) -> str:
     return format(amount.normalize(), "f")
 
 
+class SubmissionRefused(Conflict):
+    """A submission that cannot go ahead; ``reason`` is a short code the audit trail records."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+
+
 def _charge(dataset: Dataset, plan) -> tuple[Ledger, Decimal, Decimal]:
     """The dataset's ledger (or the one this release would fix) and what the release costs on it;
-    :class:`Conflict` when the release cannot be accounted there."""
+    :class:`SubmissionRefused` when the release cannot be accounted there."""
     ledger = (
         Ledger(kind=dataset.ledger_kind, policy=dataset.ledger_policy)
         if dataset.ledger_kind
@@ -223,8 +283,55 @@ def _charge(dataset: Dataset, plan) -> tuple[Ledger, Decimal, Decimal]:
             ledger=ledger,
         )
     except IncompatibleLedger as error:
-        raise Conflict(str(error)) from None
+        raise SubmissionRefused("ledger_mismatch", str(error)) from None
     return ledger, epsilon, delta
+
+
+def _refusal(dataset: Dataset, plan, epsilon: Decimal, delta: Decimal) -> SubmissionRefused | None:
+    """Why a release costing (ε, δ) cannot be submitted on ``dataset`` now, or None.
+
+    δ is checked against the table's real number of rows, which drafts never see (they use the
+    public declared size): only the owning curator submits, and the message names the rule, not
+    the number."""
+    if isinstance(plan.definition, ApproxDP):
+        try:
+            check_delta(plan.definition.delta, dataset.row_count)
+        except EngineValidationError:
+            return SubmissionRefused(
+                "delta_too_large",
+                f"δ = {plan.definition.delta:g} is too large for this table's size: the rule is "
+                "δ ≤ 1/(10·n) for a table of n records, because a mechanism that publishes each "
+                "record with probability δ satisfies (0, δ)-DP. Choose a smaller δ (or leave it "
+                "empty for the default).",
+            )
+    epsilon_budget, delta_budget = dataset_budget(dataset)
+    if epsilon > epsilon_budget.remaining:
+        return SubmissionRefused(
+            "over_budget",
+            f"Not enough privacy budget: this release requests ε = {_format_amount(epsilon)} "
+            f"but only ε = {_format_amount(epsilon_budget.remaining)} remains.",
+        )
+    if delta > delta_budget.remaining:
+        return SubmissionRefused(
+            "over_budget",
+            f"Not enough privacy budget: this release requests δ = {_format_amount(delta)} "
+            f"but only δ = {_format_amount(delta_budget.remaining)} remains.",
+        )
+    return None
+
+
+def _submission_refused_record(*, release: Release, user, reason: str, detail: str) -> None:
+    """Record a refused submission in its own transaction: the refused one rolled back, the
+    event must stay. Reasons and messages hold public facts only (ε, δ, rules), never data."""
+    with transaction.atomic():
+        audit_record(
+            actor=user,
+            action=AuditAction.SUBMISSION_REFUSED,
+            object_type="release",
+            object_id=release.pk,
+            dataset_id=release.dataset_id,
+            details={"reason": reason, "message": detail},
+        )
 
 
 def policy_explanation(*, dataset: Dataset, policy: Any, epsilon: float) -> dict[str, list[str]]:
@@ -249,71 +356,91 @@ def policy_explanation(*, dataset: Dataset, policy: Any, epsilon: float) -> dict
 
 
 def release_charge_preview(*, release: Release) -> dict[str, Any]:
-    """What submitting this draft would charge, on which ledger, and what it would leave; or the
-    reason it cannot be submitted. Reads no data and reserves nothing."""
+    """What submitting this draft would charge, on which ledger, and what it would leave; or,
+    with ``fits`` false, why it cannot be submitted. Reads no data and reserves nothing."""
     dataset = release.dataset
-    epsilon_budget, _ = dataset_budget(dataset)
+    refused = {"fits": False, "epsilon": None, "delta": None, "ledger": "", "note": ""}
     try:
         plan = _plan(dataset, release.definition, release.queries)
         ledger, epsilon, delta = _charge(dataset, plan)
-    except (ValidationFailed, Conflict) as error:
-        detail = (
-            error.detail
-            if isinstance(error, Conflict)
-            else "; ".join(message for messages in error.errors.values() for message in messages)
-        )
-        return {
-            "error": detail,
-            "preview": release.preview,
-            "epsilon": Decimal(0),
-            "delta": Decimal(0),
-            "ledger": "",
-            "note": "",
-            "leaves": epsilon_budget.remaining,
-        }
+    except ValidationFailed as error:
+        messages = "; ".join(message for texts in error.errors.values() for message in texts)
+        return {**refused, "error": messages, "preview": release.preview, "leaves": None}
+    except SubmissionRefused as refusal:
+        return {**refused, "error": refusal.detail, "preview": release.preview, "leaves": None}
     note = ""
     if ledger.kind == "blowfish" and release.definition["kind"] != "blowfish":
         note = "a differential-privacy release on a Blowfish budget is charged 2ε"
+    refusal = _refusal(dataset, plan, epsilon, delta)
+    epsilon_budget, _ = dataset_budget(dataset)
     return {
-        "error": "",
+        "fits": refusal is None,
+        "error": refusal.detail if refusal is not None else "",
         "epsilon": epsilon,
         "delta": delta,
         "ledger": ledger.describe(),
         "note": note,
-        "leaves": epsilon_budget.remaining - epsilon,
+        # Never a negative remainder: a release that does not fit leaves nothing to show.
+        "leaves": epsilon_budget.remaining - epsilon if refusal is None else None,
         # Re-planned against the current schema: what submitting would actually run.
         "preview": plan.preview(),
     }
+
+
+def release_columns_from_data(*, release: Release) -> list[str]:
+    """Columns this release uses whose bounds or categories were taken from the data."""
+    declared = (release.dataset.schema or {}).get("columns", {})
+    used = [
+        name
+        for query in release.queries
+        for name in (query.get("columns") or ([query["column"]] if query.get("column") else []))
+    ]
+    return [name for name in dict.fromkeys(used) if declared.get(name, {}).get("from_data") is True]
 
 
 def release_submit(*, release: Release, user) -> Release:
     """Reserve the release's ε (and δ) and queue it for a worker, atomically.
 
     The dataset row is locked (SQLite: the IMMEDIATE transaction holds the write lock), so two
-    submissions can never both see the last of the budget. Raises :class:`Conflict` when the
-    release was already submitted or the budget would be exceeded; nothing changes then.
+    submissions can never both see the last of the budget. Raises :class:`SubmissionRefused`
+    (already submitted, ledger mismatch, δ too large for the table, over budget) or
+    :class:`ValidationFailed` (the plan no longer fits the schema); nothing changes then except
+    the audit event ``release.submission_refused``.
     """
+    try:
+        return _submit(release=release, user=user)
+    except SubmissionRefused as refusal:
+        _submission_refused_record(
+            release=release, user=user, reason=refusal.reason, detail=refusal.detail
+        )
+        raise
+    except ValidationFailed as error:
+        _submission_refused_record(
+            release=release,
+            user=user,
+            reason="invalid_plan",
+            detail="; ".join(f"{path}: {' '.join(texts)}" for path, texts in error.errors.items()),
+        )
+        raise
+
+
+def _submit(*, release: Release, user) -> Release:
     # Imported here: the task module imports the run services, which import this module.
     from releases.tasks import release_run_task
 
     with transaction.atomic():
         locked = Release.objects.select_for_update().get(pk=release.pk)
         if locked.status != Release.Status.DRAFT:
-            raise Conflict(f"This release was already submitted (status: {locked.status}).")
+            raise SubmissionRefused(
+                "already_submitted",
+                f"This release was already submitted (status: {locked.status}).",
+            )
         dataset = Dataset.objects.select_for_update().get(pk=locked.dataset_id)
         plan = _plan(dataset, locked.definition, locked.queries)
         ledger, epsilon, delta = _charge(dataset, plan)
-        epsilon_budget, delta_budget = dataset_budget(dataset)
-        if epsilon > epsilon_budget.remaining:
-            raise Conflict(
-                f"Not enough privacy budget: this release requests ε = {_format_amount(epsilon)} "
-                f"but only ε = {_format_amount(epsilon_budget.remaining)} remains."
-            )
-        if delta > delta_budget.remaining:
-            raise Conflict(
-                f"Not enough privacy budget: this release requests δ = {_format_amount(delta)} "
-                f"but only δ = {_format_amount(delta_budget.remaining)} remains."
-            )
+        refusal = _refusal(dataset, plan, epsilon, delta)
+        if refusal is not None:
+            raise refusal
         if not dataset.ledger_kind:
             dataset.ledger_kind, dataset.ledger_policy = ledger.kind, ledger.policy
             dataset.save(update_fields=["ledger_kind", "ledger_policy"])

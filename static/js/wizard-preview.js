@@ -1,3 +1,10 @@
+// Names from curator input (columns, categories) reach Plotly only through plotlyText: Plotly reads
+// a subset of HTML in its texts (<a href>, <b>, <span style>, <br>) and decodes entities into plain
+// characters, so with &, < and > as entities a name is shown literally and never as markup.
+function plotlyText(s) {
+  return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
 // Plots the expected error of each statistic against the release's ε (computed by the engine).
 (function () {
   "use strict";
@@ -6,7 +13,7 @@
   if (!source || !target || !window.Plotly) { return; }
   var chart = JSON.parse(source.textContent);
   var traces = chart.series.map(function (series) {
-    return { type: "scatter", mode: "lines", name: series.name, x: series.x, y: series.y };
+    return { type: "scatter", mode: "lines", name: plotlyText(series.name), x: series.x, y: series.y };
   });
   window.Plotly.newPlot(target, traces, {
     margin: { t: 20, r: 10, b: 50, l: 60 },
@@ -25,6 +32,7 @@
   var container = document.getElementById("simulated-charts");
   if (!source || !container || !window.Plotly) { return; }
   JSON.parse(source.textContent).forEach(function (stat, index) {
+    // Raw text for the DOM (textContent, attributes); plotlyText only for what Plotly draws.
     var title = stat.kind + (stat.column ? " of " + stat.column : "");
     var target = document.createElement("div");
     target.className = "chart";
@@ -46,13 +54,16 @@
       minus = [stat.noisy - stat.ci95[0]];
       plus = [stat.ci95[1] - stat.noisy];
     }
+    var x = labels.map(plotlyText);
     window.Plotly.newPlot(target, [
-      { type: "bar", name: "simulated table", x: labels, y: truth, marker: { color: "#b8c4dc" } },
-      { type: "bar", name: "with this release's noise", x: labels, y: noisy, marker: { color: "#2457c5" },
+      { type: "bar", name: "simulated table", x: x, y: truth, marker: { color: "#b8c4dc" } },
+      { type: "bar", name: "with this release's noise", x: x, y: noisy, marker: { color: "#2457c5" },
         error_y: { type: "data", symmetric: false, array: plus, arrayminus: minus } }
     ], {
-      title: { text: title, font: { size: 14 } }, barmode: "group", height: 280,
-      margin: { t: 40, r: 10, b: 40, l: 55 }, legend: { orientation: "h", y: -0.2 }
+      title: { text: plotlyText(title), font: { size: 14 } }, barmode: "group", height: 280,
+      margin: { t: 40, r: 10, b: 40, l: 55 }, legend: { orientation: "h", y: -0.2 },
+      // Categories stay text: a label such as "2024-01-01" or "10" is not read as a date or number.
+      xaxis: { type: "category" }
     }, { responsive: true, displaylogo: false });
   });
 }());

@@ -113,9 +113,11 @@
 
   function drawDistanceChart() {
     var target = document.getElementById("distance-chart");
+    // No policy section at all when Blowfish is not offered (a person key).
+    if (!target || !window.Plotly) { return; }
     var theta = parseFloat(document.getElementById("id_policy_theta").value);
     var epsilon = parseFloat(document.getElementById("id_epsilon").value);
-    if (!target || !window.Plotly || !(theta > 0) || !(epsilon > 0) || target.offsetParent === null) { return; }
+    if (!(theta > 0) || !(epsilon > 0) || target.offsetParent === null) { return; }
     var xs = [], ys = [];
     for (var i = 0; i <= 60; i++) {
       var d = i * theta / 10;

@@ -92,7 +92,11 @@ def test_submit_exceeding_the_budget_is_409_and_changes_nothing(curator_client, 
     }
     assert LedgerEntry.objects.count() == 0
     assert Release.objects.get(pk=release_id).status == "draft"
-    assert AuditEvent.objects.count() == events_before
+    # the refusal itself is the only event
+    new_events = AuditEvent.objects.order_by("id")[events_before:]
+    assert [(e.action, e.details["reason"]) for e in new_events] == [
+        ("release.submission_refused", "over_budget")
+    ]
     dataset.refresh_from_db()
     assert dataset.ledger_kind == ""
     assert budget_of(curator_client, dataset)["remaining"] == Decimal(1)

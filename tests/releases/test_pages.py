@@ -12,7 +12,7 @@ from django.urls import reverse
 from releases.models import AuditEvent, Dataset, LedgerEntry, Release
 from releases.services.datasets import dataset_create
 from releases.services.releases import release_draft_create, release_submit
-from tests.conftest import CLINIC_CSV, CLINIC_SCHEMA, csv_upload, draft_body
+from tests.conftest import CLINIC_CSV, CLINIC_CSV_CRLF, CLINIC_SCHEMA, csv_upload, draft_body
 
 NAMES = ("Ann", "Bob", "Cid", "Dee", "Eve")
 NUMBERS = ("34", "51", "29", "120")
@@ -294,7 +294,7 @@ def test_audit_page_renders_for_compliance(client, compliance_user):
 def test_catalog_and_published_version_are_public(client, published):
     # when
     catalog = client.get("/catalog/")
-    version = client.get("/catalog/clinic-statistics/v1/")
+    version = client.get(f"/catalog/{published.series.slug}/v1/")
 
     # then
     assert catalog.status_code == 200
@@ -307,14 +307,14 @@ def test_draft_release_has_no_public_page(client, draft):
     response = client.get(f"/catalog/{draft.series.slug}/v1/")
 
     # then
-    assert draft.series.slug == "clinic-statistics"
+    assert re.fullmatch(r"clinic-statistics-[0-9a-f]{8}", draft.series.slug)
     assert response.status_code == 404
     assert catalog_titles(page_of(client.get("/catalog/"))) == []
 
 
 def test_unknown_version_of_a_published_release_is_not_found(client, published):
     # when
-    response = client.get("/catalog/clinic-statistics/v2/")
+    response = client.get(f"/catalog/{published.series.slug}/v2/")
 
     # then
     assert response.status_code == 404
@@ -463,7 +463,15 @@ def test_schema_form_saves_kinds_bounds_and_categories(client, curator, bare_dat
         }
     }
     assert [e.details for e in events("dataset.schema_changed")] == [
-        {"schema": bare_dataset.schema}
+        {
+            "columns": {
+                "name": {"kind": "identifier", "from_data": False},
+                "age": {"kind": "numeric", "from_data": False},
+                "sex": {"kind": "categorical", "from_data": False},
+                "visits": {"kind": "numeric", "from_data": False},
+            },
+            "declared_size": None,
+        }
     ]
     follow = page_of(client.get(response["Location"]))
     assert "Schema saved." in follow
@@ -873,7 +881,7 @@ def test_confirm_submits_publishes_and_redirects_to_the_status_page(
     status = page_of(client.get(response["Location"]))
     assert 'Status: <strong id="status-text">Published</strong>' in status
     assert (
-        'Published as version 1. <a href="/catalog/clinic-statistics/v1/" id="published-link">'
+        f'Published as version 1. <a href="/catalog/{draft.series.slug}/v1/" id="published-link">'
         in status
     )
 
@@ -1097,7 +1105,7 @@ def test_catalog_with_one_page_shows_no_pagination(client, published):
 
 def test_version_page_shows_statistics_downloads_and_the_guarantee(client, published):
     # when
-    response = client.get("/catalog/clinic-statistics/v1/")
+    response = client.get(f"/catalog/{published.series.slug}/v1/")
 
     # then
     assert response.status_code == 200
@@ -1111,7 +1119,7 @@ def test_version_page_shows_statistics_downloads_and_the_guarantee(client, publi
     for file_format in ("csv", "json"):
         url = reverse(
             "api-catalog-file",
-            kwargs={"slug": "clinic-statistics", "version": 1, "file_format": file_format},
+            kwargs={"slug": published.series.slug, "version": 1, "file_format": file_format},
         )
         assert f'<a class="button" href="{url}" download>Download {file_format.upper()}</a>' in page
     assert "<h2>What this guarantee means</h2>" in page
@@ -1136,17 +1144,18 @@ def test_version_page_links_other_versions_of_the_series(
         title="Clinic statistics",
         definition={"kind": "pure_dp", "epsilon": 0.1},
         queries=[{"kind": "count"}],
-        series_slug="clinic-statistics",
+        series_slug=published.series.slug,
     )
     with django_capture_on_commit_callbacks(execute=True):
         release_submit(release=second, user=curator)
+    slug = published.series.slug
 
     # when
-    page = page_of(client.get("/catalog/clinic-statistics/v1/"))
+    page = page_of(client.get(f"/catalog/{slug}/v1/"))
 
     # then
-    assert '<a href="/catalog/clinic-statistics/v2/">v2</a>' in page
-    assert '<a href="/catalog/clinic-statistics/v1/">v1</a>' not in page
+    assert f'<a href="/catalog/{slug}/v2/">v2</a>' in page
+    assert f'<a href="/catalog/{slug}/v1/">v1</a>' not in page
 
 
 # --- 7. audit page ---------------------------------------------------------------------------
@@ -1155,7 +1164,7 @@ def test_version_page_links_other_versions_of_the_series(
 @pytest.fixture
 def two_datasets(dataset, other_curator) -> tuple[Dataset, Dataset]:
     other = dataset_create(
-        owner=other_curator, name="Other", upload=csv_upload(), budget_epsilon="1.0"
+        owner=other_curator, name="Other", upload=csv_upload(CLINIC_CSV_CRLF), budget_epsilon="1.0"
     )
     return dataset, other
 

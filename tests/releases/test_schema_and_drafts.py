@@ -1,12 +1,14 @@
 """PUT /api/v1/datasets/{id}/schema/ and POST /api/v1/releases/: field errors by path, nothing
 stored on failure, schema frozen after submission, series versions."""
 
+import re
+
 import pytest
 
 from releases.models import AuditEvent, Dataset, LedgerEntry, Release, ReleaseSeries
 from releases.services.datasets import dataset_create
 from releases.services.releases import release_draft_create, release_submit
-from tests.conftest import CLINIC_SCHEMA, csv_upload, draft_body
+from tests.conftest import CLINIC_CSV_CRLF, CLINIC_SCHEMA, csv_upload, draft_body
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +63,16 @@ def test_valid_schema_is_stored_and_omitted_columns_become_identifiers(curator_c
     assert undeclared.schema == expected
     event = AuditEvent.objects.get(action="dataset.schema_changed")
     assert (event.actor, event.dataset_id) == ("curator1", undeclared.pk)
-    assert event.details == {"schema": expected}
+    # Names, kinds and marks only: declared values never enter the (unerasable) audit trail.
+    assert event.details == {
+        "columns": {
+            "name": {"kind": "identifier", "from_data": False},
+            "age": {"kind": "numeric", "from_data": False},
+            "sex": {"kind": "categorical", "from_data": False},
+            "visits": {"kind": "identifier", "from_data": False},
+        },
+        "declared_size": None,
+    }
 
 
 def test_schema_with_declared_size_updates_the_dataset(curator_client, undeclared):
@@ -284,7 +295,7 @@ def test_valid_draft_is_201_with_preview_and_spends_nothing(curator_client, data
     assert body["progress"] == 0.0
     assert body["version"] is None
     assert body["failure_reason"] is None
-    assert body["series"] == "clinic-statistics"
+    assert re.fullmatch(r"clinic-statistics-[0-9a-f]{8}", body["series"])
     assert body["definition"] == {"kind": "pure_dp", "epsilon": 0.5}
     assert [(p["kind"], p["column"]) for p in body["preview"]] == [
         ("count", None),
@@ -563,7 +574,9 @@ def test_same_title_without_series_starts_a_new_series(curator_client, dataset):
     second = post_draft(curator_client, draft_body(dataset.pk)).json()
 
     # then
-    assert (first["series"], second["series"]) == ("clinic-statistics", "clinic-statistics-2")
+    assert first["series"] != second["series"]
+    for series in (first["series"], second["series"]):
+        assert re.fullmatch(r"clinic-statistics-[0-9a-f]{8}", series)
     assert ReleaseSeries.objects.count() == 2
 
 
@@ -571,15 +584,18 @@ def test_series_of_another_curator_cannot_be_extended(
     curator, curator_client, other_curator, other_curator_client, dataset
 ):
     # given curator1's series, and curator2 with a declared dataset of its own
-    post_draft(curator_client, draft_body(dataset.pk))
+    mine = post_draft(curator_client, draft_body(dataset.pk)).json()["series"]
     theirs = dataset_create(
-        owner=other_curator, name="Theirs", upload=csv_upload(), budget_epsilon="1.0"
+        owner=other_curator,
+        name="Theirs",
+        upload=csv_upload(CLINIC_CSV_CRLF),
+        budget_epsilon="1.0",
     )
     theirs.schema = CLINIC_SCHEMA
     theirs.save(update_fields=["schema"])
 
     # when
-    response = post_draft(other_curator_client, draft_body(theirs.pk, series="clinic-statistics"))
+    response = post_draft(other_curator_client, draft_body(theirs.pk, series=mine))
 
     # then
     assert response.status_code == 400
@@ -599,11 +615,12 @@ def test_series_slug_adds_versions_and_catalog_lists_newest_first(
     second = post_draft(
         curator_client,
         draft_body(
-            dataset.pk, epsilon=0.3, title="Clinic statistics, again", series="clinic-statistics"
+            dataset.pk, epsilon=0.3, title="Clinic statistics, again", series=first["series"]
         ),
     )
     assert second.status_code == 201
-    assert second.json()["series"] == "clinic-statistics"
+    slug = first["series"]
+    assert second.json()["series"] == slug
     with django_capture_on_commit_callbacks(execute=True):
         submitted = curator_client.post(f"/api/v1/releases/{second.json()['id']}/submit/")
     assert submitted.status_code == 202
@@ -613,13 +630,13 @@ def test_series_slug_adds_versions_and_catalog_lists_newest_first(
     catalog = anonymous_client.get("/api/v1/catalog/").json()
     assert catalog["count"] == 2
     assert [(e["slug"], e["version"], e["title"]) for e in catalog["results"]] == [
-        ("clinic-statistics", 2, "Clinic statistics, again"),
-        ("clinic-statistics", 1, "Clinic statistics"),
+        (slug, 2, "Clinic statistics, again"),
+        (slug, 1, "Clinic statistics"),
     ]
     for version in (1, 2):
-        page = anonymous_client.get(f"/api/v1/catalog/clinic-statistics/versions/{version}/")
+        page = anonymous_client.get(f"/api/v1/catalog/{slug}/versions/{version}/")
         assert page.status_code == 200
         assert page.json()["version"] == version
     detail = curator_client.get(f"/api/v1/releases/{second.json()['id']}/").json()
     assert detail["version"] == 2
-    assert detail["catalog_url"] == "http://testserver/api/v1/catalog/clinic-statistics/versions/2/"
+    assert detail["catalog_url"] == f"http://testserver/api/v1/catalog/{slug}/versions/2/"
