@@ -203,6 +203,10 @@ class StatisticResult:
             out["accounting"] = self.accounting
         if self.parts is not None:
             out["parts"] = self.parts
+        if isinstance(self.value, dict):
+            # The published order of the cells (declared categories, bins, columns), as a list:
+            # stores such as PostgreSQL's jsonb do not keep the order of an object's keys.
+            out["cells"] = list(self.value)
         return out
 
 

@@ -119,15 +119,33 @@ def release_file_links(*, release: Release) -> list[dict]:
     ]
 
 
+def _in_published_order(statistic: dict) -> dict:
+    """A stored statistic with its cells in the published order: the database may have reordered
+    the keys of ``value`` and ``ci95`` (PostgreSQL's jsonb does), ``cells`` keeps the order."""
+    cells = statistic.get("cells")
+    if not cells or not isinstance(statistic.get("value"), dict):
+        return statistic
+    return {
+        **statistic,
+        "value": {cell: statistic["value"][cell] for cell in cells},
+        "ci95": {cell: statistic["ci95"][cell] for cell in cells},
+    }
+
+
+def release_answer_statistics(*, release: Release) -> list[dict]:
+    """The stored noisy statistics of a release, in query order, cells in published order."""
+    return [_in_published_order(a.statistic) for a in release.answers.order_by("position")]
+
+
 def release_statistics(*, release: Release) -> list[dict]:
     """A published release's statistics in query order, with a display label and, for values
     with cells (histograms, vectors of sums), rows built for templates."""
-    statistics = [a.statistic for a in release.answers.order_by("position")]
+    statistics = release_answer_statistics(release=release)
     for stat in statistics:
         stat["label"] = stat["column"] or ", ".join(stat.get("columns") or [])
         # Rows built here, not looked up in a template: a category named like a dict method
         # ("items", "keys") would otherwise shadow it.
-        stat["cells"] = (
+        stat["cell_rows"] = (
             [
                 {
                     "label": label,

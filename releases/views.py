@@ -72,7 +72,7 @@ def catalog_version(request, slug: str, version: int):
         raise Http404("No published release with this name and version.")
     statistics = selectors.release_statistics(release=release)
     for index, stat in enumerate(statistics):
-        stat["chart_id"] = f"chart-{index}" if stat["cells"] is not None else None
+        stat["chart_id"] = f"chart-{index}" if stat["cell_rows"] is not None else None
     files = selectors.release_file_links(release=release)
     other_versions = selectors.release_list_published().filter(series=release.series)
     return render(

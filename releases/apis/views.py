@@ -295,7 +295,7 @@ class CatalogVersionApi(APIView):
         release = selectors.release_get_published(slug=slug, version=version)
         if release is None:
             raise Http404
-        statistics = [a.statistic for a in release.answers.order_by("position")]
+        statistics = selectors.release_answer_statistics(release=release)
         return Response({**catalog_entry(release, request), "statistics": statistics})
 
 

@@ -40,6 +40,7 @@ from django.utils import timezone
 
 from privacy_engine import EngineValidationError, run_queries
 from releases.models import LedgerEntry, NoisyAnswer, Release, ReleaseFile, ReleaseSeries
+from releases.selectors import release_answer_statistics
 from releases.services.audit import AuditAction, audit_record
 from releases.services.heartbeat import Ticker, release_heartbeat
 from releases.services.releases import series_next_version
@@ -277,7 +278,7 @@ def _publish(release_id: int, claim_token: str) -> None:
         release = _held(release_id, claim_token)
         series = ReleaseSeries.objects.select_for_update().get(pk=release.series_id)
         release.series = series
-        statistics = [a.statistic for a in release.answers.order_by("position")]
+        statistics = release_answer_statistics(release=release)
         release.version = series_next_version(series)
         release.published_at = timezone.now()
         document = release_document(release, statistics)
