@@ -11,9 +11,7 @@ from releases.services.releases import release_draft_create, release_submit
 
 # Declared order; jsonb would give "mm", "kiwi", "zebra" ... (shortest first).
 CATEGORIES = ["zebra", "kiwi", "apple-pie", "mm"]
-TABLE = b"fruit,id\n" + b"".join(
-    f"{c},{i}\n".encode() for i, c in enumerate(CATEGORIES * 3)
-)
+TABLE = b"fruit,id\n" + b"".join(f"{c},{i}\n".encode() for i, c in enumerate(CATEGORIES * 3))
 SCHEMA = {"columns": {"fruit": {"kind": "categorical", "categories": CATEGORIES}}}
 
 
