@@ -52,6 +52,16 @@ def refusals(release_id: int) -> list[tuple[str, str]]:
     ]
 
 
+def count_draft(curator, dataset, title: str, epsilon: float) -> Release:
+    return release_draft_create(
+        user=curator,
+        dataset=dataset,
+        title=title,
+        definition={"kind": "pure_dp", "epsilon": epsilon},
+        queries=[{"kind": "count"}],
+    )
+
+
 def approx_draft(curator, dataset, delta: float) -> Release:
     return release_draft_create(
         user=curator,
@@ -129,13 +139,7 @@ def test_over_budget_refusal_is_an_event_with_the_reason_and_nothing_else_change
     curator, curator_client, dataset
 ):
     # given
-    draft = release_draft_create(
-        user=curator,
-        dataset=dataset,
-        title="Too much",
-        definition={"kind": "pure_dp", "epsilon": 2.0},
-        queries=[{"kind": "count"}],
-    )
+    draft = count_draft(curator, dataset, "Too much", 2.0)
 
     # when
     response = curator_client.post(f"/api/v1/releases/{draft.pk}/submit/")
@@ -155,13 +159,7 @@ def test_over_budget_refusal_is_an_event_with_the_reason_and_nothing_else_change
 
 def test_ledger_mismatch_and_second_submission_are_refusal_events(curator, curator_client, dataset):
     # given a DP ledger (first release) and a Blowfish draft on it
-    first = release_draft_create(
-        user=curator,
-        dataset=dataset,
-        title="First",
-        definition={"kind": "pure_dp", "epsilon": 0.2},
-        queries=[{"kind": "count"}],
-    )
+    first = count_draft(curator, dataset, "First", 0.2)
     assert curator_client.post(f"/api/v1/releases/{first.pk}/submit/").status_code == 202
     blowfish = release_draft_create(
         user=curator,
@@ -189,13 +187,7 @@ def test_confirm_page_of_a_release_that_does_not_fit_shows_an_error_and_a_disabl
 ):
     # given
     client.force_login(curator)
-    draft = release_draft_create(
-        user=curator,
-        dataset=dataset,
-        title="Too much",
-        definition={"kind": "pure_dp", "epsilon": 1.5},
-        queries=[{"kind": "count"}],
-    )
+    draft = count_draft(curator, dataset, "Too much", 1.5)
 
     # when
     page = client.get(f"/releases/{draft.pk}/confirm/").content.decode()
@@ -213,13 +205,7 @@ def test_confirm_page_of_a_release_that_fits_shows_the_remainder_and_an_active_s
 ):
     # given
     client.force_login(curator)
-    draft = release_draft_create(
-        user=curator,
-        dataset=dataset,
-        title="Fits",
-        definition={"kind": "pure_dp", "epsilon": 0.25},
-        queries=[{"kind": "count"}],
-    )
+    draft = count_draft(curator, dataset, "Fits", 0.25)
 
     # when
     page = client.get(f"/releases/{draft.pk}/confirm/").content.decode()
@@ -233,20 +219,8 @@ def test_confirm_page_of_a_release_that_fits_shows_the_remainder_and_an_active_s
 def test_refusal_after_submit_is_shown_as_an_error_not_a_success(client, curator, dataset):
     # given a draft that fitted when the page was shown, then another release took the budget
     client.force_login(curator)
-    draft = release_draft_create(
-        user=curator,
-        dataset=dataset,
-        title="Late",
-        definition={"kind": "pure_dp", "epsilon": 0.6},
-        queries=[{"kind": "count"}],
-    )
-    rival = release_draft_create(
-        user=curator,
-        dataset=dataset,
-        title="Rival",
-        definition={"kind": "pure_dp", "epsilon": 0.6},
-        queries=[{"kind": "count"}],
-    )
+    draft = count_draft(curator, dataset, "Late", 0.6)
+    rival = count_draft(curator, dataset, "Rival", 0.6)
     release_submit(release=rival, user=curator)
 
     # when
