@@ -88,7 +88,7 @@ def _plan(dataset: Dataset, definition: Any, queries: Any):
 def _series_create(*, user, dataset: Dataset, title: str) -> ReleaseSeries:
     """A new series whose slug is the title plus a random part, so a slug never depends on which
     titles other curators' drafts already took (a "-2" would reveal that one exists)."""
-    base = slugify(title)[:100] or "release"
+    base = slugify(title)[:100].rstrip("-") or "release"
     for _ in range(5):
         try:
             with transaction.atomic():

@@ -6,11 +6,14 @@ import re
 from decimal import Decimal
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from releases.models import AuditEvent, LedgerEntry, Release, ReleaseSeries
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.errors import ValidationFailed
-from releases.services.releases import release_draft_create, release_submit
+from releases.services.releases import release_draft_create, release_draft_update, release_submit
 from tests.conftest import CLINIC_SCHEMA, csv_upload, draft_body
 
 BIG_TABLE = b"age,sex\n" + b"".join(
@@ -413,3 +416,142 @@ def test_submitting_a_draft_whose_plan_no_longer_fits_is_refused_and_recorded(cu
         release_submit(release=draft, user=curator)
     assert "queries.0.column" in raised.value.errors
     assert [reason for reason, _ in refusals(draft.pk)] == ["invalid_plan"]
+
+
+@pytest.mark.parametrize("title", ["Clinic\x00statistics", "Clinic\tstatistics"])
+def test_control_characters_in_a_title_are_refused_by_the_services_naming_title(
+    curator, dataset, title
+):
+    # given a draft (the API's parser refuses NUL before the service; pages and other callers
+    # reach the service directly, and PostgreSQL cannot store NUL in text at all)
+    draft = count_draft(curator, dataset, "Clean", 0.5)
+    events_before = AuditEvent.objects.count()
+
+    # when / then
+    with pytest.raises(ValidationFailed) as created:
+        count_draft(curator, dataset, title, 0.5)
+    with pytest.raises(ValidationFailed) as updated:
+        release_draft_update(release=draft, user=curator, title=title)
+    assert list(created.value.errors) == ["title"]
+    assert list(updated.value.errors) == ["title"]
+    draft.refresh_from_db()
+    assert draft.title == "Clean"
+    assert (Release.objects.count(), ReleaseSeries.objects.count()) == (1, 1)
+    assert AuditEvent.objects.count() == events_before
+
+
+PRINTABLE = st.text(
+    alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zs", "Zl", "Zp")),
+    min_size=1,
+    max_size=20,
+)
+
+
+@hypothesis_settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    before=PRINTABLE,
+    control=st.characters(whitelist_categories=("Cc",)),
+    after=PRINTABLE,
+)
+def test_any_control_character_inside_a_title_is_refused_naming_title(
+    curator, dataset, before, control, after
+):
+    # given
+    releases_before = Release.objects.count()
+
+    # when / then: refused whatever the control character and the text around it
+    with pytest.raises(ValidationFailed) as raised:
+        count_draft(curator, dataset, before + control + after, 0.5)
+    assert list(raised.value.errors) == ["title"]
+    assert Release.objects.count() == releases_before
+
+
+@pytest.mark.parametrize("title", ["Clinic\x00statistics", "Clinic\tstatistics"])
+def test_control_characters_in_a_wizard_title_are_shown_on_the_title_field(
+    client, curator, dataset, title
+):
+    # given
+    client.force_login(curator)
+
+    # when
+    response = client.post(
+        f"/datasets/{dataset.pk}/releases/new/",
+        {"title": title, "epsilon": "0.5", "definition_kind": "pure_dp"},
+    )
+
+    # then
+    assert response.status_code == 200
+    assert list(response.context["form"].errors) == ["title"]
+    assert Release.objects.count() == 0
+
+
+def test_published_cells_count_bars_other_buckets_summed_columns_and_one_per_statistic(
+    curator_client, dataset, settings
+):
+    # given count 1 + sum of age 1 + vector of sums 2 + mean 1 + histogram of sex with an
+    # "other" bucket 3 + histogram of age in 4 bins 4 = 12 published numbers
+    dataset.schema = {
+        **CLINIC_SCHEMA,
+        "columns": {
+            **CLINIC_SCHEMA["columns"],
+            "sex": {"kind": "categorical", "categories": ["F", "M"], "other": "other"},
+        },
+    }
+    dataset.save(update_fields=["schema"])
+    body = {
+        **draft_body(dataset.pk),
+        "queries": [
+            {"kind": "count"},
+            {"kind": "sum", "column": "age"},
+            {"kind": "sum", "columns": ["age", "visits"]},
+            {"kind": "mean", "column": "age"},
+            {"kind": "histogram", "column": "sex"},
+            {"kind": "histogram", "column": "age", "bins": [0, 25, 50, 75, 100]},
+        ],
+    }
+
+    # when
+    settings.RELEASE_MAX_CELLS = 11
+    refused = curator_client.post("/api/v1/releases/", body, format="json")
+    settings.RELEASE_MAX_CELLS = 12
+    allowed = curator_client.post("/api/v1/releases/", body, format="json")
+
+    # then
+    assert refused.status_code == 400
+    assert list(refused.json()["errors"]) == ["queries"]
+    assert refused.json()["errors"]["queries"][0].startswith("these statistics publish 12 numbers")
+    assert allowed.status_code == 201
+    assert Release.objects.count() == 1
+
+
+def test_limits_also_hold_when_a_draft_is_changed(curator, dataset, settings):
+    # given a draft of one count, and a limit of two statistics
+    draft = count_draft(curator, dataset, "Small", 0.5)
+    settings.RELEASE_MAX_STATISTICS = 2
+
+    # when / then
+    with pytest.raises(ValidationFailed) as raised:
+        release_draft_update(release=draft, user=curator, queries=[{"kind": "count"}] * 3)
+    assert raised.value.errors == {"queries": ["choose at most 2 statistics per release"]}
+    draft.refresh_from_db()
+    assert draft.queries == [{"kind": "count"}]
+
+
+def test_confirm_page_of_a_delta_too_large_for_the_real_table_disables_submit(
+    client, curator, undersized
+):
+    # given δ allowed by the declared size (10) but not by the real one (1000)
+    client.force_login(curator)
+    draft = approx_draft(curator, undersized, 0.005)
+
+    # when
+    page = client.get(f"/releases/{draft.pk}/confirm/").content.decode()
+
+    # then the owner is told why, without n, and cannot submit
+    assert '<p id="refusal" class="refusal" role="alert">' in page
+    assert "too large for this table&#x27;s size" in page
+    assert "1000" not in page
+    assert '<button type="submit" disabled aria-disabled="true">Submit release</button>' in page
+    assert refusals(draft.pk) == []

@@ -376,3 +376,41 @@ def test_statistics_step_of_a_broken_blowfish_draft_points_to_the_privacy_step(
         {"kind": "count"},
         {"kind": "sum", "column": "age"},
     ]
+
+
+# --- point 8: the limits on the statistics step ---------------------------------------------------
+
+
+def test_statistics_step_beyond_the_statistics_limit_says_so_and_saves_nothing(
+    client, curator, clinic, settings
+):
+    # given a draft of a count and a sum, and a limit of two statistics
+    draft = sum_of_age_draft(curator, clinic)
+    settings.RELEASE_MAX_STATISTICS = 2
+    client.force_login(curator)
+    counts = {
+        f"stat-{index}-{field}": value
+        for index in range(3)
+        for field, value in (("kind", "count"), ("weight", "1"))
+    }
+
+    # when the curator saves three counts
+    response = client.post(
+        reverse("wizard-statistics", kwargs={"pk": draft.pk}),
+        {
+            "stat-TOTAL_FORMS": "3",
+            "stat-INITIAL_FORMS": "0",
+            "stat-MIN_NUM_FORMS": "1",
+            "stat-MAX_NUM_FORMS": "1000",
+            **counts,
+        },
+    )
+
+    # then the page says why, and the draft keeps its statistics
+    assert response.status_code == 200
+    assert message_texts(response) == ["choose at most 2 statistics per release"]
+    assert '<li class="error">choose at most 2 statistics per release</li>' in (
+        response.content.decode()
+    )
+    draft.refresh_from_db()
+    assert draft.queries == [{"kind": "count"}, {"kind": "sum", "column": "age"}]
