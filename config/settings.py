@@ -126,8 +126,14 @@ PRIVATE_STORAGE_ROOT = Path(env.str("PRIVATE_STORAGE_ROOT", default=str(VAR_DIR 
 RELEASE_STORAGE_ROOT = Path(env.str("RELEASE_STORAGE_ROOT", default=str(VAR_DIR / "releases")))
 MEDIA_ROOT = VAR_DIR / "media"
 
-DATASET_MAX_UPLOAD_BYTES = env.int("DATASET_MAX_UPLOAD_BYTES", default=20 * 1024 * 1024)
-DATA_UPLOAD_MAX_MEMORY_SIZE = DATASET_MAX_UPLOAD_BYTES + 1024 * 1024
+# Uploads stream to disk and convert to typed columns; up to this size (2 GiB by default).
+DATASET_MAX_UPLOAD_BYTES = env.int("DATASET_MAX_UPLOAD_BYTES", default=2 * 1024**3)
+# Uploads up to this size convert during the request (a bad file is a 400 at once); larger ones
+# answer 201 "processing" and convert in a worker.
+DATASET_CONVERT_INLINE_BYTES = env.int("DATASET_CONVERT_INLINE_BYTES", default=8 * 1024**2)
+# Request bodies other than uploaded files (forms, JSON) Django reads into memory: above the API's
+# own cap (REST_FRAMEWORK["MAX_BODY_BYTES"]), so the API answers its cap in JSON naming "body".
+DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024**2
 # Bounds on what a client can choose, so every request and every public page stays small.
 DATASET_MAX_COLUMNS = env.int("DATASET_MAX_COLUMNS", default=200)
 SCHEMA_MAX_CATEGORIES = env.int("SCHEMA_MAX_CATEGORIES", default=200)

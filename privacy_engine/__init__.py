@@ -1,7 +1,8 @@
 """privacy_engine: the privacy maths of the product, free of any web framework.
 
-Imports only the standard library, numpy, pandas and opendp. Everything a release publishes about
-its guarantee (mechanism, ε, sensitivity, noise scale, 95% interval) is computed here.
+Imports only the standard library, numpy, pandas, pyarrow and opendp. Everything a release
+publishes about its guarantee (mechanism, ε, sensitivity, noise scale, 95% interval) is computed
+here.
 """
 
 from privacy_engine.accounting import IncompatibleLedger, Ledger, ledger_charge, ledger_for
@@ -44,6 +45,7 @@ from privacy_engine.release import (
     epsilon_for_accuracy,
     plan_release,
     preview,
+    release_stored_table,
     run_queries,
     split_epsilon,
 )
@@ -120,6 +122,7 @@ __all__ = [
     "posterior_bound",
     "preview",
     "query_from_dict",
+    "release_stored_table",
     "run_queries",
     "schema_from_dict",
     "sensitivity",

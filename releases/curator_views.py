@@ -122,7 +122,10 @@ def dataset_upload(request):
             form.errors.clear()
             duplicate_detail = duplicate.detail
         else:
-            messages.success(request, "Uploaded. Now declare what is public about each column.")
+            if dataset.status == dataset.Status.PROCESSING:
+                messages.success(request, "Uploaded. The table is being converted; wait here.")
+            else:
+                messages.success(request, "Uploaded. Now declare what is public about each column.")
             return redirect("dataset-detail", pk=dataset.pk)
     return render(
         request,
@@ -173,6 +176,9 @@ def _unit_of_protection(data) -> dict:
 @curator_required
 def dataset_detail(request, pk: int):
     dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=pk)
+    if dataset.status != dataset.Status.READY:
+        # Converting or failed: nothing to declare yet; the page says where the upload stands.
+        return render(request, "curator/dataset_processing.html", {"dataset": dataset})
     locked = dataset_has_submissions(dataset)
     suggestion = None
     column_forms = _column_forms(dataset)

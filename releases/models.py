@@ -49,11 +49,24 @@ class LedgerKind(models.TextChoices):
 
 
 class Dataset(models.Model):
+    class Status(models.TextChoices):
+        PROCESSING = "processing", "Processing"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="datasets"
     )
     name = models.CharField(max_length=200)
-    file = models.FileField(storage=private_storage, upload_to="datasets/")
+    # The uploaded CSV, kept only until it is converted to ``table``, then deleted.
+    file = models.FileField(storage=private_storage, upload_to="datasets/", blank=True)
+    # The table in typed columns (privacy_engine/columnar.py): what every release reads.
+    table = models.FileField(storage=private_storage, upload_to="tables/", blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.READY)
+    # Share of the upload converted so far (0..1), while processing.
+    progress = models.FloatField(default=1.0)
+    # Why a conversion failed, safe to show: rows and columns named, never values.
+    failure_reason = models.TextField(blank=True)
     # SHA-256 of the uploaded bytes: the same table uploaded twice must not get a fresh budget.
     sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     # Set when the curator confirmed that identical bytes are a new collection (own budget).
@@ -65,9 +78,9 @@ class Dataset(models.Model):
     # The last "suggest from data" output (private, the curator's side only): a schema saved with
     # these values unchanged is marked as taken from the data.
     schema_suggestion = models.JSONField(null=True, blank=True)
-    row_count = models.PositiveBigIntegerField()
-    # [{"name": ..., "inferred_kind": ...}] in file order.
-    columns = models.JSONField()
+    row_count = models.PositiveBigIntegerField(null=True, blank=True)
+    # [{"name": ..., "inferred_kind": ...}] in file order; empty until converted.
+    columns = models.JSONField(default=list)
     # The curator's declaration: {"columns": {...}, "declared_size": n}. Public facts only.
     schema = models.JSONField(default=dict)
     declared_size = models.PositiveBigIntegerField(null=True, blank=True)
@@ -139,6 +152,8 @@ class Release(models.Model):
     # Refreshed by the holding worker while it computes; the reaper works from this.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     deliveries = models.PositiveIntegerField(default=0)
+    # Seconds the worker spent: {"read_s", "compute_s", "noise_s", "publish_s"}.
+    timings = models.JSONField(null=True, blank=True)
     epsilon_charged = models.DecimalField(**BUDGET_FIELD, null=True, blank=True)
     delta_charged = models.DecimalField(**DELTA_FIELD, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

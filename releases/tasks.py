@@ -6,6 +6,7 @@ import socket
 from celery import shared_task
 from django.db import DatabaseError
 
+from releases.services.datasets import dataset_convert
 from releases.services.runs import release_run
 
 
@@ -18,3 +19,14 @@ from releases.services.runs import release_run
 )
 def release_run_task(release_id: int) -> None:
     release_run(release_id=release_id, worker=f"{socket.gethostname()}:{os.getpid()}")
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(DatabaseError,),
+    retry_backoff=True,
+    retry_backoff_max=60,
+    max_retries=5,
+)
+def dataset_convert_task(dataset_id: int) -> None:
+    dataset_convert(dataset_id=dataset_id)

@@ -121,6 +121,22 @@ def csv_upload(content: bytes = CLINIC_CSV, name: str = "clinic.csv") -> SimpleU
     return SimpleUploadedFile(name, content, content_type="text/csv")
 
 
+def csv_cells(content: bytes) -> list[list[str]]:
+    """The cells of a simple CSV (no quoting), without its header."""
+    return [line.split(",") for line in content.decode().splitlines()[1:]]
+
+
+def stored_cells(path: str) -> list[list[str]]:
+    """The text cells of a stored columnar table, row by row, read back from its file."""
+    import pyarrow.parquet as pq
+
+    from privacy_engine.columnar import stored_names, text_field
+
+    fields = [text_field(index) for index in range(len(stored_names(path)))]
+    table = pq.read_table(path, columns=fields)
+    return [list(row) for row in zip(*(table.column(f).to_pylist() for f in fields), strict=True)]
+
+
 @pytest.fixture
 def dataset(curator):
     from releases.services.datasets import dataset_create, dataset_schema_update

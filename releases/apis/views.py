@@ -61,6 +61,9 @@ def dataset_data(dataset: Dataset) -> dict:
         "id": dataset.pk,
         "name": dataset.name,
         "owner": dataset.owner.get_username(),
+        "status": dataset.status,
+        "progress": dataset.progress,
+        "failure_reason": dataset.failure_reason or None,
         "row_count": dataset.row_count,
         "columns": dataset.columns,
         "schema": dataset.schema or None,
@@ -116,6 +119,9 @@ def release_data(release: Release, request) -> dict:
         if release.delta_charged is None
         else selectors.decimal_text(release.delta_charged),
         "worker": release.worker or None,
+        # Seconds the worker spent reading, computing, drawing noise and publishing. Owner only
+        # (these views are): the time to read a table says roughly how large it is.
+        "timings": release.timings,
         "created_at": release.created_at.isoformat(),
         "submitted_at": release.submitted_at.isoformat() if release.submitted_at else None,
         "published_at": release.published_at.isoformat() if release.published_at else None,

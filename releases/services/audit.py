@@ -24,6 +24,8 @@ class AuditAction(models.TextChoices):
     LOGIN = "user.login"
     LOGIN_FAILED = "user.login_failed"
     DATASET_UPLOADED = "dataset.uploaded"
+    DATASET_CONVERTED = "dataset.converted"
+    DATASET_CONVERSION_FAILED = "dataset.conversion_failed"
     DUPLICATE_UPLOAD_CONFIRMED = "dataset.duplicate_upload_confirmed"
     SCHEMA_CHANGED = "dataset.schema_changed"
     RELEASE_DRAFTED = "release.drafted"

@@ -2,13 +2,15 @@
 
 import dataclasses
 import hashlib
+import logging
 import re
 import unicodedata
+import uuid
 from decimal import Decimal, InvalidOperation, localcontext
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.files.base import ContentFile
 from django.db import connection, transaction
 
 from privacy_engine import EngineValidationError, schema_from_dict
@@ -20,10 +22,12 @@ from privacy_engine.schema import (
     Schema,
     check_declared_size,
 )
-from releases.models import Dataset, Release
+from releases.models import Dataset, Release, private_storage
 from releases.services.audit import AuditAction, audit_record
 from releases.services.errors import Conflict, ValidationFailed
-from releases.services.tables import TableError, table_parse
+from releases.services.tables import ConvertedTable, TableError, table_convert
+
+logger = logging.getLogger(__name__)
 
 TRUE_WORDS = frozenset({"true", "1", "on", "yes"})
 FALSE_WORDS = frozenset({"", "false", "0", "off", "no"})
@@ -98,18 +102,61 @@ def _flag(value: Any, *, field: str) -> bool:
     raise ValidationFailed({field: ["must be true or false"]})
 
 
-def _read_upload(upload, *, limit: int) -> tuple[bytes, str] | None:
-    """The upload's bytes and their SHA-256, read chunk by chunk; ``None`` past ``limit``."""
+class _TooLarge(Exception):
+    pass
+
+
+def _stage_upload(upload, *, limit: int) -> tuple[str, str] | None:
+    """Stream the upload into private storage, chunk by chunk (never whole in memory), hashing
+    it on the way: its stored name and SHA-256, or ``None`` past ``limit`` (nothing kept)."""
+    storage = private_storage()
+    name = f"datasets/upload-{uuid.uuid4().hex}.csv"
+    path = Path(storage.path(name))
+    path.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
-    parts: list[bytes] = []
     size = 0
-    for chunk in upload.chunks():
-        size += len(chunk)
-        if size > limit:
-            return None
-        digest.update(chunk)
-        parts.append(chunk)
-    return b"".join(parts), digest.hexdigest()
+    try:
+        with open(path, "wb") as staged:
+            for chunk in upload.chunks():
+                size += len(chunk)
+                if size > limit:
+                    raise _TooLarge
+                digest.update(chunk)
+                staged.write(chunk)
+    except _TooLarge:
+        path.unlink(missing_ok=True)
+        return None
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return name, digest.hexdigest()
+
+
+def _discard(*names: str) -> None:
+    storage = private_storage()
+    for name in names:
+        if name:
+            storage.delete(name)
+
+
+def _table_name(dataset_pk: int | None = None) -> str:
+    # One name per dataset, so a conversion delivered twice overwrites rather than piles up.
+    suffix = f"dataset-{dataset_pk}" if dataset_pk is not None else uuid.uuid4().hex
+    return f"tables/{suffix}.parquet"
+
+
+def _convert(staged: str, table: str, **options: Any) -> ConvertedTable:
+    """Convert a staged CSV to the columnar layout; on a refusal nothing is left at ``table``."""
+    storage = private_storage()
+    target = Path(storage.path(table))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return table_convert(
+            storage.path(staged), target, max_columns=settings.DATASET_MAX_COLUMNS, **options
+        )
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
 
 
 def _lock_digest(digest: str) -> None:
@@ -171,11 +218,8 @@ def dataset_create(
     if name_errors := _name_errors(name):
         errors["name"] = name_errors
     limit = settings.DATASET_MAX_UPLOAD_BYTES
-    read: tuple[bytes, str] | None = None
     if upload is None:
         errors["file"] = ["Choose a CSV file to upload."]
-    elif upload.size > limit or (read := _read_upload(upload, limit=limit)) is None:
-        errors["file"] = [f"The file is larger than the limit of {limit / (1024 * 1024):g} MB."]
     size: int | None = None
     fields = (
         ("budget_epsilon", budget_epsilon, settings.DEFAULT_BUDGET_EPSILON, False, LEDGER_PLACES),
@@ -199,70 +243,231 @@ def dataset_create(
         confirmed = _flag(confirm_new_budget, field="confirm_new_budget")
     except ValidationFailed as error:
         errors.update(error.errors)
-    parsed = None
-    if read is not None and "file" not in errors:
-        try:
-            parsed = table_parse(read[0], max_columns=settings.DATASET_MAX_COLUMNS)
-        except TableError as error:
-            errors["file"] = [str(error)]
+    staged: tuple[str, str] | None = None
+    converted: ConvertedTable | None = None
+    table_name = ""
+    if upload is not None:
+        if upload.size > limit or (staged := _stage_upload(upload, limit=limit)) is None:
+            errors["file"] = [f"The file is larger than the limit of {_megabytes(limit)} MB."]
+        elif upload.size <= settings.DATASET_CONVERT_INLINE_BYTES:
+            # Small tables convert during the request: a refusal is a 400 naming the file.
+            table_name = _table_name()
+            try:
+                converted = _convert(staged[0], table_name)
+            except TableError as error:
+                errors["file"] = [str(error)]
+            except BaseException:
+                _discard(staged[0])
+                raise
     if errors:
+        if staged is not None:
+            _discard(staged[0], table_name)
         raise ValidationFailed(errors)
-    assert parsed is not None
-    assert read is not None
-    raw, digest = read
+    assert staged is not None
+    staged_name, digest = staged
+    try:
+        dataset = _dataset_store(
+            owner=owner,
+            name=name,
+            digest=digest,
+            confirmed=confirmed,
+            declared_size=size,
+            amounts=amounts,
+            staged_name=staged_name,
+            table_name=table_name,
+            converted=converted,
+        )
+    except BaseException:
+        _discard(staged_name, table_name)
+        raise
+    if converted is not None:
+        _discard(staged_name)
+    else:
+        # Large tables convert in a worker once the row exists; the upload answers at once.
+        transaction.on_commit(lambda: _send_conversion(dataset.pk))
+    return dataset
+
+
+def _megabytes(limit: int) -> str:
+    return f"{limit / (1024 * 1024):g}"
+
+
+def _send_conversion(dataset_id: int) -> None:
+    # Imported here: the task module imports this one.
+    from releases.tasks import dataset_convert_task
+
+    dataset_convert_task.delay(dataset_id)
+
+
+def _dataset_store(
+    *,
+    owner,
+    name: str,
+    digest: str,
+    confirmed: bool,
+    declared_size: int | None,
+    amounts: dict[str, Decimal],
+    staged_name: str,
+    table_name: str,
+    converted: ConvertedTable | None,
+) -> Dataset:
+    """The dataset row and its audit events, in one transaction; refuses a duplicate upload."""
     with transaction.atomic():
         _lock_digest(digest)
         earlier = _earlier_upload(digest=digest, owner=owner)
         if earlier is not None and not confirmed:
             raise DuplicateUpload(_duplicate_detail(earlier=earlier, owner=owner), earlier=earlier)
-        dataset = Dataset(
+        dataset = Dataset.objects.create(
             owner=owner,
             name=name,
             sha256=digest,
             duplicate_of=earlier,
-            csv_dialect=parsed.dialect,
-            row_count=len(parsed.frame),
-            columns=parsed.columns,
-            schema={},
-            declared_size=size,
+            declared_size=declared_size,
             budget_epsilon=amounts["budget_epsilon"],
             budget_delta=amounts["budget_delta"],
+            schema={},
+            **(
+                {
+                    "status": Dataset.Status.READY,
+                    "progress": 1.0,
+                    "table": table_name,
+                    "csv_dialect": converted.dialect,
+                    "row_count": converted.row_count,
+                    "columns": converted.columns,
+                }
+                if converted is not None
+                else {"status": Dataset.Status.PROCESSING, "progress": 0.0, "file": staged_name}
+            ),
         )
-        dataset.file.save("upload.csv", ContentFile(raw), save=False)
-        try:
-            dataset.save()
+        audit_record(
+            actor=owner,
+            action=AuditAction.DATASET_UPLOADED,
+            object_type="dataset",
+            object_id=dataset.pk,
+            dataset_id=dataset.pk,
+            details={
+                "name": name,
+                "columns": dataset.column_names,
+                "budget_epsilon": str(amounts["budget_epsilon"]),
+                "budget_delta": str(amounts["budget_delta"]),
+                "sha256": digest,
+                "status": dataset.status,
+            },
+        )
+        if earlier is not None:
             audit_record(
                 actor=owner,
-                action=AuditAction.DATASET_UPLOADED,
+                action=AuditAction.DUPLICATE_UPLOAD_CONFIRMED,
                 object_type="dataset",
                 object_id=dataset.pk,
                 dataset_id=dataset.pk,
                 details={
-                    "name": name,
-                    "columns": [c["name"] for c in parsed.columns],
-                    "budget_epsilon": str(amounts["budget_epsilon"]),
-                    "budget_delta": str(amounts["budget_delta"]),
+                    "dataset": dataset.pk,
+                    "duplicate_of": earlier.pk,
+                    "same_owner": earlier.owner_id == owner.pk,
                     "sha256": digest,
                 },
             )
-            if earlier is not None:
-                audit_record(
-                    actor=owner,
-                    action=AuditAction.DUPLICATE_UPLOAD_CONFIRMED,
-                    object_type="dataset",
-                    object_id=dataset.pk,
-                    dataset_id=dataset.pk,
-                    details={
-                        "dataset": dataset.pk,
-                        "duplicate_of": earlier.pk,
-                        "same_owner": earlier.owner_id == owner.pk,
-                        "sha256": digest,
-                    },
-                )
-        except Exception:
-            dataset.file.delete(save=False)
-            raise
     return dataset
+
+
+# Progress is written at most this often (share of the file), so a conversion does not spend its
+# time updating one row.
+PROGRESS_STEP = 0.02
+
+
+def dataset_convert(*, dataset_id: int) -> None:
+    """Convert a processing dataset's upload to typed columns; idempotent.
+
+    Ends ``ready`` (columns, row count and dialect filled, the CSV deleted) or ``failed`` with a
+    ``failure_reason`` that names rows and columns, never values (the CSV and any partial table
+    deleted). A dataset that is not processing is left as it is.
+    """
+    dataset = Dataset.objects.filter(pk=dataset_id, status=Dataset.Status.PROCESSING).first()
+    if dataset is None or not dataset.file:
+        return
+    table_name = _table_name(dataset.pk)
+    shown = [0.0]
+
+    def progress(share: float) -> None:
+        if share - shown[0] >= PROGRESS_STEP:
+            shown[0] = share
+            Dataset.objects.filter(pk=dataset_id, status=Dataset.Status.PROCESSING).update(
+                progress=min(share, 0.99)
+            )
+
+    try:
+        converted = _convert(dataset.file.name, table_name, progress=progress)
+    except TableError as error:
+        _conversion_failed(dataset_id, str(error))
+        return
+    except Exception as error:
+        logger.error("dataset %s conversion failed with %s", dataset_id, type(error).__name__)
+        _conversion_failed(
+            dataset_id, f"Internal error while converting the table ({type(error).__name__})."
+        )
+        return
+    with transaction.atomic():
+        locked = Dataset.objects.select_for_update().filter(pk=dataset_id).first()
+        if locked is None or locked.status != Dataset.Status.PROCESSING:
+            return
+        staged = locked.file.name
+        locked.status = Dataset.Status.READY
+        locked.progress = 1.0
+        locked.table = table_name
+        locked.file = ""
+        locked.csv_dialect = converted.dialect
+        locked.row_count = converted.row_count
+        locked.columns = converted.columns
+        locked.save(
+            update_fields=[
+                "status",
+                "progress",
+                "table",
+                "file",
+                "csv_dialect",
+                "row_count",
+                "columns",
+            ]
+        )
+        audit_record(
+            actor=None,
+            action=AuditAction.DATASET_CONVERTED,
+            object_type="dataset",
+            object_id=locked.pk,
+            dataset_id=locked.pk,
+            details={"columns": locked.column_names},
+        )
+        transaction.on_commit(lambda: _discard(staged))
+
+
+def _conversion_failed(dataset_id: int, reason: str) -> None:
+    with transaction.atomic():
+        locked = Dataset.objects.select_for_update().filter(pk=dataset_id).first()
+        if locked is None or locked.status != Dataset.Status.PROCESSING:
+            return
+        staged = locked.file.name
+        locked.status = Dataset.Status.FAILED
+        locked.failure_reason = reason
+        locked.file = ""
+        locked.save(update_fields=["status", "failure_reason", "file"])
+        audit_record(
+            actor=None,
+            action=AuditAction.DATASET_CONVERSION_FAILED,
+            object_type="dataset",
+            object_id=locked.pk,
+            dataset_id=locked.pk,
+            details={"reason": reason},
+        )
+        transaction.on_commit(lambda: _discard(staged, _table_name(dataset_id)))
+
+
+def dataset_require_ready(dataset: Dataset) -> None:
+    """Refuse work on a table that is still converting or failed to convert (a 409)."""
+    if dataset.status == Dataset.Status.PROCESSING:
+        raise Conflict("The table is still being converted; try again when it is ready.")
+    if dataset.status == Dataset.Status.FAILED:
+        raise Conflict(f"The upload could not be used: {dataset.failure_reason}")
 
 
 def dataset_has_submissions(dataset: Dataset) -> bool:
@@ -337,6 +542,7 @@ def dataset_schema_update(*, dataset: Dataset, user, schema: Any) -> Dataset:
     Refused with :class:`Conflict` once any release of the dataset was submitted, because the
     published guarantees depend on the bounds they were computed with.
     """
+    dataset_require_ready(dataset)
     if dataset_has_submissions(dataset):
         raise Conflict("The schema is fixed once a release of this dataset was submitted.")
     if not isinstance(schema, dict):

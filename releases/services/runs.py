@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -30,6 +31,7 @@ from decimal import Decimal
 from functools import partial
 from typing import Any
 
+import pyarrow as pa
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -38,13 +40,12 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from privacy_engine import EngineValidationError, run_queries
+from privacy_engine import EngineValidationError, release_stored_table
 from releases.models import LedgerEntry, NoisyAnswer, Release, ReleaseFile, ReleaseSeries
 from releases.selectors import release_answer_statistics
 from releases.services.audit import AuditAction, audit_record
 from releases.services.heartbeat import Ticker, release_heartbeat
 from releases.services.releases import series_next_version
-from releases.services.tables import TableError, table_load
 
 logger = logging.getLogger(__name__)
 
@@ -137,19 +138,20 @@ def _draw(release_id: int, claim_token: str) -> None:
     # Reading and computing happen outside any transaction, so a long computation does not hold
     # the database's write lock (SQLite) while pages and downloads wait. Answers drawn here are
     # stored only if this delivery still holds the release; answers never stored are never seen.
+    dataset = release.dataset
+    if dataset.status != dataset.Status.READY or not dataset.table:
+        raise ReleaseFailure("The uploaded table is not ready.")
     try:
-        frame = table_load(release.dataset.file.path, dialect=release.dataset.csv_dialect)
-    except (OSError, TableError):
-        raise ReleaseFailure("The uploaded table could not be read.") from None
-    try:
-        result = run_queries(
-            frame,
+        result = release_stored_table(
+            dataset.table.path,
             schema=release.schema,
             definition=release.definition,
             queries=release.queries,
         )
     except EngineValidationError as error:
         raise ReleaseFailure(f"The release plan is not valid: {error}") from None
+    except (OSError, ValueError, pa.ArrowException):
+        raise ReleaseFailure("The uploaded table could not be read.") from None
     with transaction.atomic():
         release = _held(release_id, claim_token)
         entry = LedgerEntry.objects.select_for_update().get(release=release)
@@ -163,7 +165,8 @@ def _draw(release_id: int, claim_token: str) -> None:
             for i, s in enumerate(result.statistics)
         )
         release.progress = 0.6
-        release.save(update_fields=["progress"])
+        release.timings = {name: round(seconds, 6) for name, seconds in result.timings.items()}
+        release.save(update_fields=["progress", "timings"])
         audit_record(
             actor=None,
             action=AuditAction.NOISE_DRAWN,
@@ -274,6 +277,7 @@ def release_document(release: Release, statistics: list[dict[str, Any]]) -> dict
 
 
 def _publish(release_id: int, claim_token: str) -> None:
+    started = time.perf_counter()
     with transaction.atomic():
         release = _held(release_id, claim_token)
         series = ReleaseSeries.objects.select_for_update().get(pk=release.series_id)
@@ -299,7 +303,11 @@ def _publish(release_id: int, claim_token: str) -> None:
             record.save()
         release.status = Release.Status.PUBLISHED
         release.progress = 1.0
-        release.save(update_fields=["status", "progress", "version", "published_at"])
+        release.timings = {
+            **(release.timings or {}),
+            "publish_s": round(time.perf_counter() - started, 6),
+        }
+        release.save(update_fields=["status", "progress", "version", "published_at", "timings"])
         audit_record(
             actor=None,
             action=AuditAction.TASK_FINISHED,

@@ -1,14 +1,14 @@
 """The "suggest from data" helper. It reads private values, so every use is audited and the page
 warns that the suggestion itself leaks (DESIGN.md rule 1)."""
 
-import math
-
-import pandas as pd
+import numpy as np
 from django.db import transaction
 
+from privacy_engine.columnar import read_typed
 from releases.models import Dataset
 from releases.services.audit import AuditAction, audit_record
-from releases.services.tables import MAX_INFERRED_CATEGORIES, table_load
+from releases.services.datasets import dataset_require_ready
+from releases.services.tables import MAX_INFERRED_CATEGORIES
 
 
 def dataset_schema_suggest(*, dataset: Dataset, user) -> dict[str, dict]:
@@ -17,25 +17,27 @@ def dataset_schema_suggest(*, dataset: Dataset, user) -> dict[str, dict]:
     The suggestion is kept on the dataset (the curator's side only): a schema later saved with
     these values unchanged is marked ``from_data`` (see ``dataset_schema_update``).
     """
-    frame = table_load(dataset.file.path, dialect=dataset.csv_dialect)
+    dataset_require_ready(dataset)
+    kinds = {column["name"]: column["inferred_kind"] for column in dataset.columns}
+    typed = read_typed(
+        dataset.table.path,
+        numbers=[name for name, kind in kinds.items() if kind == "numeric"],
+        labels=[name for name, kind in kinds.items() if kind == "categorical"],
+    )
     suggestion: dict[str, dict] = {}
-    for column in dataset.columns:
-        name, kind = column["name"], column["inferred_kind"]
-        values = frame[name][frame[name].str.strip() != ""]
-        if kind == "numeric" and not values.empty:
-            numbers = [
-                number
-                for number in pd.to_numeric(values, errors="coerce").dropna().tolist()
-                if math.isfinite(number)
-            ]
+    for name, kind in kinds.items():
+        if kind == "numeric":
+            numbers = typed.numbers[name]
             # "1e999" reads as infinity: no finite bound to suggest, and JSON has no infinity.
+            finite = numbers[np.isfinite(numbers)]
             suggestion[name] = (
-                {"kind": "numeric", "lower": float(min(numbers)), "upper": float(max(numbers))}
-                if numbers
+                {"kind": "numeric", "lower": float(finite.min()), "upper": float(finite.max())}
+                if finite.size
                 else {"kind": "numeric"}
             )
         elif kind == "categorical":
-            categories = sorted(values.str.strip().unique().tolist())[:MAX_INFERRED_CATEGORIES]
+            values = typed.labels[name].dictionary.to_pylist()
+            categories = sorted(value for value in values if value)[:MAX_INFERRED_CATEGORIES]
             suggestion[name] = {"kind": "categorical", "categories": categories}
         else:
             suggestion[name] = {"kind": "identifier"}

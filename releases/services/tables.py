@@ -14,12 +14,21 @@ The rules every read follows (README repeats them):
 """
 
 import csv
+import dataclasses
+import functools
 import io
-from collections.abc import Iterator, Mapping
+import itertools
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from privacy_engine.columnar import ColumnarWriter, text_field
 
 # A column with at most this many distinct values (and repeats) is offered as categorical.
 MAX_INFERRED_CATEGORIES = 30
@@ -28,6 +37,10 @@ QUOTE_CHARACTERS = "\"'"
 # Enough lines to see the delimiter and quoting, but a fixed amount: detection reads the same
 # prefix of the same bytes every time.
 DIALECT_SAMPLE_CHARACTERS = 4096
+# Bytes per read when checking a file, rows per batch when converting it: memory stays bounded
+# whatever the file's size.
+CHUNK_BYTES = 1 << 20
+BATCH_ROWS = 100_000
 
 
 class TableError(ValueError):
@@ -35,24 +48,10 @@ class TableError(ValueError):
 
 
 @dataclass(frozen=True)
-class ParsedTable:
-    frame: pd.DataFrame
+class ConvertedTable:
     columns: list[dict[str, str]]
-    # The dialect the table was read with, as stored in Dataset.csv_dialect.
     dialect: dict[str, Any]
-
-
-def _decode(raw: bytes) -> str:
-    if not raw.strip():
-        raise TableError("The file is empty.")
-    # Anywhere, not only near the start: a NUL later in the file would otherwise be read (or
-    # crash a database) long after the upload was accepted.
-    if b"\x00" in raw:
-        raise TableError("This does not look like a CSV file (it contains binary data).")
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise TableError("The file is not valid UTF-8 text; save it as UTF-8 CSV.") from None
+    row_count: int
 
 
 def table_dialect_detect(text: str) -> dict[str, Any]:
@@ -101,45 +100,66 @@ def _is_blank(row: list[str]) -> bool:
     return not row or (len(row) == 1 and not row[0].strip())
 
 
-def _records(text: str, options: dict[str, Any]) -> Iterator[list[str]]:
+def _check_bytes(handle: BinaryIO) -> bool:
+    """Refuse an empty file, or binary data (a NUL byte anywhere), reading in chunks; then
+    rewind. Anywhere, not only near the start: a NUL later in the file would otherwise be read
+    (or crash a database) long after the upload was accepted. Returns whether any delimiter
+    occurs at all."""
+    blank, delimited = True, False
+    while chunk := handle.read(CHUNK_BYTES):
+        if b"\x00" in chunk:
+            raise TableError("This does not look like a CSV file (it contains binary data).")
+        blank = blank and not chunk.strip()
+        delimited = delimited or any(d.encode() in chunk for d in DELIMITERS)
+    if blank:
+        raise TableError("The file is empty.")
+    handle.seek(0)
+    return delimited
+
+
+def _batches(rows: Iterator[list[str]], size: int) -> Iterator[list[list[str]]]:
+    while batch := list(itertools.islice(rows, size)):
+        yield batch
+
+
+def _text(handle: BinaryIO) -> io.TextIOWrapper:
     # newline="" hands line ends to the csv module, which ends a record at LF, CRLF or CR alike
-    # and keeps line breaks inside quoted fields.
-    reader = csv.reader(io.StringIO(text, newline=""), **options)
+    # and keeps line breaks inside quoted fields; utf-8-sig drops a byte-order mark.
+    return io.TextIOWrapper(handle, encoding="utf-8-sig", errors="strict", newline="")
+
+
+def _records(text: Iterable[str], options: dict[str, Any]) -> Iterator[list[str]]:
+    reader = csv.reader(text, **options)
     try:
         yield from reader
     except csv.Error:
         raise TableError("The file is not valid CSV.") from None
+    except UnicodeDecodeError:
+        raise TableError("The file is not valid UTF-8 text; save it as UTF-8 CSV.") from None
 
 
-def _infer_kind(series: pd.Series) -> str:
-    present = series[series.str.strip() != ""]
-    if present.empty:
-        return "identifier"
-    numeric = pd.to_numeric(present, errors="coerce")
-    if numeric.notna().all():
-        return "numeric"
-    distinct = present.nunique()
-    if distinct <= MAX_INFERRED_CATEGORIES and distinct < len(present):
-        return "categorical"
-    if distinct == len(present):
-        return "identifier"
-    return "text"
-
-
-def table_parse(
-    raw: bytes,
+def _table_rows(
+    handle: BinaryIO,
     *,
-    dialect: Mapping[str, Any] | None = None,
-    max_columns: int | None = None,
-) -> ParsedTable:
-    """Parse a CSV upload with ``dialect`` (a stored one), or detect it when none is given.
+    dialect: Mapping[str, Any] | None,
+    max_columns: int | None,
+) -> tuple[list[str], dict[str, Any], Iterator[list[str]], io.TextIOWrapper]:
+    """The header, the dialect, an iterator over the validated records of a CSV file, and the
+    text stream it reads (keep it: dropping it closes ``handle``).
 
-    Refuses empty, binary (a NUL anywhere), non-UTF-8, header-only, ragged, blank-line and
-    duplicate-header input, and a header of more than ``max_columns`` names, with a message
-    naming rows or columns, never cell contents. Raises only :class:`TableError`.
+    Every check is made while reading, so the records can be streamed in batches; iterating
+    raises :class:`TableError` at the first bad record.
     """
-    text = _decode(raw)
-    detected = dict(dialect) if dialect else table_dialect_detect(text)
+    delimited = _check_bytes(handle)
+    text = _text(handle)
+    if dialect:
+        detected = dict(dialect)
+    else:
+        try:
+            detected = table_dialect_detect(text.read(DIALECT_SAMPLE_CHARACTERS))
+        except UnicodeDecodeError:
+            raise TableError("The file is not valid UTF-8 text; save it as UTF-8 CSV.") from None
+        text.seek(0)
     records = _records(text, _reader_options(detected))
     header_row = next(records, [])
     if _is_blank(header_row):
@@ -156,36 +176,114 @@ def table_parse(
         raise TableError("Every column needs a name in the first row.")
     if len(set(header)) != len(header):
         raise TableError("Column names in the first row must be distinct.")
-    if len(header) < 2 and not any(delimiter in text for delimiter in DELIMITERS):
+    if len(header) < 2 and not delimited:
         raise TableError("This does not look like a CSV file: no delimiter was found.")
-    body: list[list[str]] = []
-    first_blank: int | None = None
-    for number, row in enumerate(records, start=2):
-        if _is_blank(row):
-            first_blank = first_blank or number
-            continue
-        if first_blank is not None:
-            raise TableError(
-                f"Row {first_blank} is blank: remove blank lines inside the table (blank lines "
-                "at the end of the file are ignored)."
-            )
-        if len(row) != len(header):
-            raise TableError(
-                f"Row {number} has {len(row)} fields but the header has {len(header)}."
-            )
-        body.append(row)
-    if not body:
-        raise TableError("The file has a header but no rows.")
-    frame = pd.DataFrame(body, columns=header, dtype=str)
-    columns = [{"name": name, "inferred_kind": _infer_kind(frame[name])} for name in header]
-    return ParsedTable(frame=frame, columns=columns, dialect=detected)
+
+    def body() -> Iterator[list[str]]:
+        first_blank: int | None = None
+        any_rows = False
+        for number, row in enumerate(records, start=2):
+            if _is_blank(row):
+                first_blank = first_blank or number
+                continue
+            if first_blank is not None:
+                raise TableError(
+                    f"Row {first_blank} is blank: remove blank lines inside the table (blank "
+                    "lines at the end of the file are ignored)."
+                )
+            if len(row) != len(header):
+                raise TableError(
+                    f"Row {number} has {len(row)} fields but the header has {len(header)}."
+                )
+            any_rows = True
+            yield row
+        if not any_rows:
+            raise TableError("The file has a header but no rows.")
+
+    return header, detected, body(), text
 
 
-def table_load(path: str, *, dialect: Mapping[str, Any] | None = None) -> pd.DataFrame:
-    """Load a stored upload (already validated) as strings; the engine converts by schema.
+@dataclass
+class _ColumnProfile:
+    """What kind inference needs of one column, gathered batch by batch."""
 
-    Pass the dataset's stored ``csv_dialect`` so the table reads exactly as it did at upload;
-    an empty or missing one (datasets stored before dialects were) is detected again.
+    present: int = 0
+    all_numeric: bool = True
+    # Distinct present values while there are at most MAX_INFERRED_CATEGORIES + 1 of them.
+    distinct: set[str] | None = dataclasses.field(default_factory=set)
+
+    def add(self, text: pa.Array, number: pa.Array) -> None:
+        present = pc.not_equal(text, "")
+        count = pc.sum(present).as_py() or 0
+        if not count:
+            return
+        self.present += count
+        if self.all_numeric:
+            unparsed = pc.and_(present, pc.is_nan(number))
+            self.all_numeric = not pc.any(unparsed).as_py()
+        if self.distinct is not None:
+            self.distinct.update(pc.unique(pc.filter(text, present)).to_pylist())
+            if len(self.distinct) > MAX_INFERRED_CATEGORIES:
+                self.distinct = None
+
+    def kind(self, distinct_present: Callable[[], int]) -> str:
+        if not self.present:
+            return "identifier"
+        if self.all_numeric:
+            return "numeric"
+        distinct = len(self.distinct) if self.distinct is not None else distinct_present()
+        if distinct <= MAX_INFERRED_CATEGORIES and distinct < self.present:
+            return "categorical"
+        if distinct == self.present:
+            return "identifier"
+        return "text"
+
+
+def _distinct_present(path: str | Path, index: int) -> int:
+    column = pq.read_table(str(path), columns=[text_field(index)]).column(0)
+    return pc.count_distinct(pc.filter(column, pc.not_equal(column, ""))).as_py()
+
+
+def table_convert(
+    source: str | Path,
+    target: str | Path,
+    *,
+    dialect: Mapping[str, Any] | None = None,
+    max_columns: int | None = None,
+    progress: Callable[[float], None] | None = None,
+    batch_rows: int = BATCH_ROWS,
+) -> ConvertedTable:
+    """Validate a CSV file and convert it, batch by batch, to the columnar layout at ``target``.
+
+    Refuses empty, binary (a NUL anywhere), non-UTF-8, header-only, ragged, blank-line and
+    duplicate-header input, and a header of more than ``max_columns`` names, with a message
+    naming rows or columns, never cell contents. Memory stays bounded by ``batch_rows``
+    whatever the file's size. ``progress`` is called with the share of bytes read (0..1). On any
+    error ``target`` is left absent. Raises only :class:`TableError`.
     """
-    with open(path, "rb") as handle:
-        return table_parse(handle.read(), dialect=dialect or None).frame
+    with open(source, "rb") as handle:
+        total = max(1, os.fstat(handle.fileno()).st_size)
+        header, detected, rows, _stream = _table_rows(
+            handle, dialect=dialect, max_columns=max_columns
+        )
+        profiles = [_ColumnProfile() for _ in header]
+        with ColumnarWriter(target, header) as writer:
+            try:
+                for batch in _batches(rows, batch_rows):
+                    arrays = writer.write(list(zip(*batch, strict=True)))
+                    for position, profile in enumerate(profiles):
+                        profile.add(arrays[2 * position], arrays[2 * position + 1])
+                    if progress is not None:
+                        progress(min(1.0, handle.tell() / total))
+            except TableError:
+                raise
+            except (OSError, pa.ArrowException, ValueError) as error:
+                raise TableError("The file could not be converted.") from error
+    columns = [
+        {
+            "name": name,
+            "inferred_kind": profile.kind(functools.partial(_distinct_present, target, index)),
+        }
+        for index, (name, profile) in enumerate(zip(header, profiles, strict=True))
+    ]
+    return ConvertedTable(columns=columns, dialect=detected, row_count=writer.row_count)

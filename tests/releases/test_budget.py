@@ -15,7 +15,7 @@ from releases.models import AuditEvent, Dataset, LedgerEntry, NoisyAnswer, Relea
 from releases.selectors import dataset_budget
 from releases.services.releases import release_draft_create, release_submit
 from releases.services.runs import release_reap_stale
-from tests.conftest import CLINIC_CSV, draft_body
+from tests.conftest import CLINIC_CSV, csv_cells, draft_body, stored_cells
 
 CELL_VALUES = ("Ann", "Bob", "Cid", "Dee", "Eve", "120", "34", "51", "29")
 
@@ -256,10 +256,10 @@ def test_two_submissions_racing_for_the_last_budget_never_overspend(curator, dat
 def test_unreadable_upload_fails_the_release_and_returns_the_reservation(
     curator_client, anonymous_client, dataset, django_capture_on_commit_callbacks
 ):
-    # given the stored upload is gone from disk
+    # given the stored table is gone from disk
     release_id = create_draft(curator_client, dataset, 0.5)
-    path = Path(dataset.file.path)
-    assert path.read_bytes() == CLINIC_CSV
+    path = Path(dataset.table.path)
+    assert stored_cells(str(path)) == csv_cells(CLINIC_CSV)
     path.unlink()
 
     # when

@@ -12,7 +12,15 @@ from django.urls import reverse
 from releases.models import AuditEvent, Dataset, LedgerEntry, Release
 from releases.services.datasets import dataset_create
 from releases.services.releases import release_draft_create, release_submit
-from tests.conftest import CLINIC_CSV, CLINIC_CSV_CRLF, CLINIC_SCHEMA, csv_upload, draft_body
+from tests.conftest import (
+    CLINIC_CSV,
+    CLINIC_CSV_CRLF,
+    CLINIC_SCHEMA,
+    csv_cells,
+    csv_upload,
+    draft_body,
+    stored_cells,
+)
 
 NAMES = ("Ann", "Bob", "Cid", "Dee", "Eve")
 NUMBERS = ("34", "51", "29", "120")
@@ -349,8 +357,8 @@ def test_upload_creates_the_dataset_and_redirects_to_it(client, curator, setting
         {"name": "sex", "inferred_kind": "categorical"},
         {"name": "visits", "inferred_kind": "numeric"},
     ]
-    with dataset.file.open("rb") as stored:
-        assert stored.read() == CLINIC_CSV
+    assert stored_cells(dataset.table.path) == csv_cells(CLINIC_CSV)
+    assert not dataset.file
     assert [e.dataset_id for e in events("dataset.uploaded")] == [dataset.pk]
     follow = page_of(client.get(response["Location"]))
     assert "Uploaded. Now declare what is public about each column." in follow

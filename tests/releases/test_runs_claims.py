@@ -47,7 +47,7 @@ def submitted(curator, dataset, epsilon: float, title: str = "Clinic statistics"
 def interrupt_computation(monkeypatch, meanwhile) -> list[int]:
     """Run ``meanwhile`` while the first delivery computes (after its claim, before it stores),
     as a second process would; returns a list that counts the computations."""
-    real = runs.run_queries
+    real = runs.release_stored_table
     computations: list[int] = []
 
     def computing(*args, **kwargs):
@@ -56,7 +56,7 @@ def interrupt_computation(monkeypatch, meanwhile) -> list[int]:
             meanwhile()
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(runs, "run_queries", computing)
+    monkeypatch.setattr(runs, "release_stored_table", computing)
     return computations
 
 

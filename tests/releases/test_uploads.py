@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from releases.models import AuditEvent, Dataset
-from tests.conftest import CLINIC_CSV, csv_upload
+from tests.conftest import CLINIC_CSV, csv_cells, csv_upload, stored_cells
 
 URL = "/api/v1/datasets/"
 SECRET = "SECRETVALUE"
@@ -354,15 +354,18 @@ def test_good_upload_returns_columns_with_inferred_kinds(curator_client, private
     }
 
 
-def test_good_upload_stores_the_bytes_privately_and_audits_names_only(curator_client, private_root):
+def test_good_upload_stores_the_table_privately_in_columns_and_audits_names_only(
+    curator_client, private_root
+):
     # when
     upload(curator_client, CLINIC_CSV)
 
-    # then
+    # then the only file kept is the columnar table, which holds every cell; the CSV is gone
     dataset = Dataset.objects.get()
     [stored] = stored_files(private_root)
-    assert stored.read_bytes() == CLINIC_CSV
-    assert Path(dataset.file.path) == stored
+    assert Path(dataset.table.path) == stored
+    assert stored_cells(str(stored)) == csv_cells(CLINIC_CSV)
+    assert not dataset.file
     event = AuditEvent.objects.get(action="dataset.uploaded")
     assert (event.actor, event.object_id, event.dataset_id) == (
         "curator1",
@@ -375,6 +378,7 @@ def test_good_upload_stores_the_bytes_privately_and_audits_names_only(curator_cl
         "budget_epsilon": "1.0",
         "budget_delta": "0",
         "sha256": hashlib.sha256(CLINIC_CSV).hexdigest(),
+        "status": "ready",
     }
 
 
@@ -426,7 +430,7 @@ def test_upload_is_stored_under_the_current_private_storage_root(curator_client,
     # then
     assert response.status_code == 201
     dataset = Dataset.objects.get()
-    assert Path(dataset.file.path).is_relative_to(root)
+    assert Path(dataset.table.path).is_relative_to(root)
 
 
 @pytest.mark.parametrize("budget", ["0.0000000000001", "1e-30"])

@@ -1,0 +1,219 @@
+"""Tables as typed columns: the Parquet layout an upload is converted to once, and the typed
+arrays a release reads from it.
+
+Layout (format 1). For the i-th column of the upload, in file order:
+
+- ``text:i``: the value with surrounding whitespace removed (``str.strip``), ``""`` when missing.
+  Categories, person keys and missingness read this, dictionary-encoded (integer codes).
+- ``number:i``: the raw value read as a number (``pandas.to_numeric``): NaN when missing or not a
+  number, ±inf beyond the float range. Bounds, sums and bins read this.
+
+The schema metadata holds the header names in file order. Both columns are written for every
+column, so any kind the curator declares later reads the same values as if the CSV were parsed
+again, and a release reads only the columns its statistics use.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+FORMAT = "1"
+METADATA_KEY = b"guided_release"
+# Rows per Parquet row group: large enough for fast scans, small enough that one group's columns
+# stay a few tens of megabytes in memory.
+ROW_GROUP_ROWS = 1_000_000
+
+
+def text_field(index: int) -> str:
+    return f"text:{index}"
+
+
+def number_field(index: int) -> str:
+    return f"number:{index}"
+
+
+def typed_batch(raw_columns: Sequence[Sequence[str]]) -> list[pa.Array]:
+    """The stored arrays of one batch of raw string columns: per column, its text then its
+    number. The only place raw values become typed ones."""
+    arrays: list[pa.Array] = []
+    for raw in raw_columns:
+        series = pd.Series(raw, dtype=object)
+        arrays.append(pa.array(series.str.strip(), type=pa.string()))
+        numbers = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        arrays.append(pa.array(numbers, type=pa.float64()))
+    return arrays
+
+
+def _arrow_schema(names: Sequence[str]) -> pa.Schema:
+    fields = []
+    for index in range(len(names)):
+        fields.append(pa.field(text_field(index), pa.string(), nullable=False))
+        fields.append(pa.field(number_field(index), pa.float64(), nullable=False))
+    metadata = {METADATA_KEY: json.dumps({"format": FORMAT, "columns": list(names)}).encode()}
+    return pa.schema(fields, metadata=metadata)
+
+
+class ColumnarWriter:
+    """Writes batches of raw string columns to a Parquet file in the layout above.
+
+    Use as a context manager; on an exception the partial file is removed.
+    """
+
+    def __init__(self, path: str | Path, names: Sequence[str]) -> None:
+        self.path = Path(path)
+        self.names = list(names)
+        self.row_count = 0
+        self._schema = _arrow_schema(self.names)
+        self._writer = pq.ParquetWriter(str(self.path), self._schema, compression="snappy")
+
+    def write(self, raw_columns: Sequence[Sequence[str]]) -> list[pa.Array]:
+        """Append one batch: one sequence of raw strings per column, all of the same length.
+        Returns the arrays written (per column, its text then its number)."""
+        if len(raw_columns) != len(self.names):
+            raise ValueError("one sequence of values per column")
+        arrays = typed_batch(raw_columns)
+        batch = pa.record_batch(arrays, schema=self._schema)
+        self._writer.write_batch(batch, row_group_size=ROW_GROUP_ROWS)
+        self.row_count += batch.num_rows
+        return arrays
+
+    def close(self) -> None:
+        self._writer.close()
+
+    def __enter__(self) -> ColumnarWriter:
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        self.close()
+        if error is not None:
+            self.path.unlink(missing_ok=True)
+
+
+def write_frame(frame: pd.DataFrame, path: str | Path) -> None:
+    """Store a DataFrame of raw strings (a parsed CSV) in the columnar layout."""
+    with ColumnarWriter(path, [str(name) for name in frame.columns]) as writer:
+        writer.write([frame[name].tolist() for name in frame.columns])
+
+
+@dataclass(frozen=True)
+class Labels:
+    """A text column as integer codes into a dictionary of distinct stripped values."""
+
+    codes: np.ndarray
+    dictionary: pa.Array
+
+    def take(self, mask: np.ndarray) -> Labels:
+        return Labels(codes=self.codes[mask], dictionary=self.dictionary)
+
+    def code_of(self, value: str) -> int | None:
+        """The code of ``value``, or None when no row holds it."""
+        found = pc.index(self.dictionary, value).as_py()
+        return None if found < 0 else found
+
+
+@dataclass(frozen=True)
+class TypedTable:
+    """The typed columns a release needs, by column name: numbers as float64 arrays, text as
+    :class:`Labels`. ``row_count`` counts every row of the table."""
+
+    row_count: int
+    numbers: Mapping[str, np.ndarray]
+    labels: Mapping[str, Labels]
+
+    def take(self, mask: np.ndarray) -> TypedTable:
+        """The rows where ``mask`` is true."""
+        return TypedTable(
+            row_count=int(np.count_nonzero(mask)),
+            numbers={name: values[mask] for name, values in self.numbers.items()},
+            labels={name: labels.take(mask) for name, labels in self.labels.items()},
+        )
+
+
+def _labels(column: pa.ChunkedArray) -> Labels:
+    """Codes and a dictionary of distinct values, whatever encoding each chunk came in."""
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column)
+    if column.num_chunks == 0:
+        return Labels(codes=np.zeros(0, dtype=np.int32), dictionary=pa.array([], pa.string()))
+    column = column.unify_dictionaries()
+    dictionary = column.chunk(0).dictionary
+    codes = np.concatenate(
+        [chunk.indices.to_numpy(zero_copy_only=False) for chunk in column.chunks]
+    ).astype(np.int64, copy=False)
+    distinct = pc.unique(dictionary)
+    if len(distinct) != len(dictionary):
+        # Unified dictionaries are distinct in practice; if not, one code per value anyway.
+        remap = pc.index_in(dictionary, value_set=distinct).to_numpy(zero_copy_only=False)
+        codes, dictionary = remap[codes], distinct
+    return Labels(codes=codes, dictionary=dictionary)
+
+
+def stored_names(path: str | Path) -> list[str]:
+    """The header names of a stored table, in file order."""
+    metadata = pq.read_schema(str(path)).metadata or {}
+    layout = json.loads(metadata[METADATA_KEY])
+    if layout.get("format") != FORMAT:
+        raise ValueError("unknown columnar format")
+    return list(layout["columns"])
+
+
+def read_typed(
+    path: str | Path, *, numbers: Iterable[str] = (), labels: Iterable[str] = ()
+) -> TypedTable:
+    """Read only the named columns of a stored table: ``numbers`` as float64, ``labels`` as codes.
+    Raises KeyError naming a column the table does not hold."""
+    names = stored_names(path)
+    index = {name: i for i, name in enumerate(names)}
+    numbers, labels = sorted(set(numbers)), sorted(set(labels))
+    for name in [*numbers, *labels]:
+        if name not in index:
+            raise KeyError(name)
+    text_fields = [text_field(index[name]) for name in labels]
+    number_fields = [number_field(index[name]) for name in numbers]
+    source = pq.ParquetFile(str(path))
+    row_count = source.metadata.num_rows
+    if not text_fields and not number_fields:
+        return TypedTable(row_count=row_count, numbers={}, labels={})
+    table = pq.read_table(
+        str(path), columns=[*text_fields, *number_fields], read_dictionary=text_fields
+    )
+    return TypedTable(
+        row_count=row_count,
+        numbers={
+            name: table.column(field).to_numpy()
+            for name, field in zip(numbers, number_fields, strict=True)
+        },
+        labels={
+            name: _labels(table.column(field))
+            for name, field in zip(labels, text_fields, strict=True)
+        },
+    )
+
+
+def typed_from_frame(
+    frame: pd.DataFrame, *, numbers: Iterable[str] = (), labels: Iterable[str] = ()
+) -> TypedTable:
+    """The same typed columns from an in-memory DataFrame of raw strings, through the same
+    conversion as a stored table (:func:`typed_batch`)."""
+    numbers, labels = sorted(set(numbers)), sorted(set(labels))
+    out_numbers: dict[str, np.ndarray] = {}
+    out_labels: dict[str, Labels] = {}
+    for name in sorted({*numbers, *labels}):
+        series = frame[name].astype(object)
+        # A missing cell of a DataFrame (None, NaN) reads as an empty CSV field would.
+        raw = series.where(series.notna(), "").astype(str).tolist()
+        text, number = typed_batch([raw])
+        if name in numbers:
+            out_numbers[name] = number.to_numpy()
+        if name in labels:
+            out_labels[name] = _labels(pa.chunked_array([text]))
+    return TypedTable(row_count=len(frame), numbers=out_numbers, labels=out_labels)

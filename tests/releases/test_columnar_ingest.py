@@ -1,0 +1,226 @@
+"""Ingest once, in columns (issue 8, points 1 and 2): uploads stream to disk, convert to typed
+columns (inline when small, in a worker when large), end ready or failed with nothing half-made
+left behind, and every release records how long the worker took."""
+
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from django.contrib.auth import get_user_model
+
+from releases.models import AuditEvent, Dataset
+from releases.services.datasets import dataset_convert, dataset_create
+from tests.conftest import (
+    CLINIC_CSV,
+    CLINIC_SCHEMA,
+    csv_cells,
+    csv_upload,
+    draft_body,
+    stored_cells,
+)
+
+User = get_user_model()
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def converts_in_worker(settings):
+    """Every upload is "large": it converts in a (here eager) Celery task after the commit."""
+    settings.DATASET_CONVERT_INLINE_BYTES = 0
+
+
+def files_under(root) -> list[Path]:
+    root = Path(root)
+    return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+
+
+def upload(client, content: bytes = CLINIC_CSV):
+    return client.post(
+        "/api/v1/datasets/",
+        {
+            "name": "Clinic",
+            "budget_epsilon": "1",
+            "declared_size": "5",
+            "file": csv_upload(content),
+        },
+        format="multipart",
+    )
+
+
+def test_default_upload_limit_is_at_least_two_gibibytes():
+    assert django_settings.DATASET_MAX_UPLOAD_BYTES >= 2 * 1024**3
+
+
+def test_a_large_upload_answers_processing_at_once_then_becomes_ready_in_the_worker(
+    curator_client, converts_in_worker, settings, django_capture_on_commit_callbacks
+):
+    # when the upload is made, before the task runs
+    with django_capture_on_commit_callbacks(execute=False) as pending:
+        response = upload(curator_client)
+
+    # then it answers at once, processing, with nothing converted yet
+    assert response.status_code == 201
+    body = response.json()
+    assert (body["status"], body["progress"], body["row_count"], body["columns"]) == (
+        "processing",
+        0.0,
+        None,
+        [],
+    )
+    dataset = Dataset.objects.get()
+    assert not dataset.table
+    assert [p.name for p in files_under(settings.PRIVATE_STORAGE_ROOT)] == [
+        Path(dataset.file.name).name
+    ]
+
+    # when the conversion task runs (and its own commit hooks with it)
+    with django_capture_on_commit_callbacks(execute=True):
+        for callback in pending:
+            callback()
+
+    # then the dataset is ready, its columns filled, and only the columnar table is kept
+    detail = curator_client.get(f"/api/v1/datasets/{dataset.pk}/").json()
+    assert (detail["status"], detail["progress"], detail["row_count"]) == ("ready", 1.0, 5)
+    assert [c["name"] for c in detail["columns"]] == ["name", "age", "sex", "visits"]
+    dataset.refresh_from_db()
+    assert files_under(settings.PRIVATE_STORAGE_ROOT) == [Path(dataset.table.path)]
+    assert stored_cells(dataset.table.path) == csv_cells(CLINIC_CSV)
+    assert AuditEvent.objects.filter(action="dataset.converted").count() == 1
+
+
+def test_a_bad_large_upload_ends_failed_naming_the_row_and_leaves_no_file(
+    curator_client, converts_in_worker, settings, django_capture_on_commit_callbacks
+):
+    # given a table whose third row is ragged, uploaded as a large one
+    ragged = b"name,age\nAnn,34\nBob,51,secret-value\n"
+
+    # when
+    with django_capture_on_commit_callbacks(execute=True):
+        response = upload(curator_client, ragged)
+
+    # then
+    assert response.status_code == 201
+    dataset_id = response.json()["id"]
+    detail = curator_client.get(f"/api/v1/datasets/{dataset_id}/").json()
+    assert detail["status"] == "failed"
+    assert detail["failure_reason"] == "Row 3 has 3 fields but the header has 2."
+    assert "secret-value" not in str(detail)
+    assert files_under(settings.PRIVATE_STORAGE_ROOT) == []
+    event = AuditEvent.objects.get(action="dataset.conversion_failed")
+    assert event.details == {"reason": "Row 3 has 3 fields but the header has 2."}
+
+
+def test_a_table_that_is_not_ready_refuses_a_schema_and_a_suggestion_with_409(
+    curator_client, converts_in_worker, django_capture_on_commit_callbacks
+):
+    # given a dataset still converting
+    with django_capture_on_commit_callbacks(execute=False):
+        dataset_id = upload(curator_client).json()["id"]
+
+    # when
+    schema = curator_client.put(
+        f"/api/v1/datasets/{dataset_id}/schema/", CLINIC_SCHEMA, format="json"
+    )
+
+    # then
+    assert schema.status_code == 409
+    assert "still being converted" in schema.json()["detail"]
+
+
+def test_converting_twice_changes_nothing(curator, converts_in_worker):
+    # given a converted dataset
+    dataset = dataset_create(owner=curator, name="Clinic", upload=csv_upload(), budget_epsilon="1")
+    dataset_convert(dataset_id=dataset.pk)
+    dataset.refresh_from_db()
+    ready = (dataset.status, dataset.table.name, dataset.row_count, dataset.columns)
+    events = AuditEvent.objects.count()
+
+    # when the task is delivered again
+    dataset_convert(dataset_id=dataset.pk)
+
+    # then
+    dataset.refresh_from_db()
+    assert (dataset.status, dataset.table.name, dataset.row_count, dataset.columns) == ready
+    assert AuditEvent.objects.count() == events
+
+
+def test_pages_show_a_converting_and_a_failed_upload(
+    client, curator, converts_in_worker, django_capture_on_commit_callbacks
+):
+    # given one dataset converting and one failed
+    with django_capture_on_commit_callbacks(execute=False):
+        converting = dataset_create(
+            owner=curator, name="Converting", upload=csv_upload(), budget_epsilon="1"
+        )
+    with django_capture_on_commit_callbacks(execute=True):
+        failed = dataset_create(
+            owner=curator,
+            name="Broken",
+            upload=csv_upload(b"a,b\n1,2\n\n3,4\n", "broken.csv"),
+            budget_epsilon="1",
+        )
+    client.force_login(curator)
+
+    # when
+    converting_page = client.get(f"/datasets/{converting.pk}/").content.decode()
+    failed_page = client.get(f"/datasets/{failed.pk}/").content.decode()
+    listing = client.get("/datasets/").content.decode()
+
+    # then
+    assert '<meta http-equiv="refresh" content="2">' in converting_page
+    assert 'id="conversion-progress"' in converting_page
+    assert "Row 3 is blank" in failed_page
+    assert 'id="failure-reason"' in failed_page
+    assert "converting (0%)" in listing
+    assert "upload failed" in listing
+
+
+class ChunksOnly:
+    """An upload that can only be read in chunks: reading it whole fails the test."""
+
+    def __init__(self, content: bytes, chunk: int = 7) -> None:
+        self.content, self.chunk, self.size, self.name = content, chunk, len(content), "t.csv"
+
+    def chunks(self):
+        for start in range(0, self.size, self.chunk):
+            yield self.content[start : start + self.chunk]
+
+    def read(self, *args):
+        raise AssertionError("the upload was read whole")
+
+
+def test_an_upload_is_streamed_in_chunks_never_read_whole(curator):
+    # when
+    dataset = dataset_create(
+        owner=curator, name="Clinic", upload=ChunksOnly(CLINIC_CSV), budget_epsilon="1"
+    )
+
+    # then
+    assert dataset.status == "ready"
+    assert stored_cells(dataset.table.path) == csv_cells(CLINIC_CSV)
+
+
+def test_a_published_release_records_the_workers_timings_for_its_curator(
+    curator_client, dataset, django_capture_on_commit_callbacks
+):
+    # given a draft
+    draft = curator_client.post("/api/v1/releases/", draft_body(dataset.pk), format="json").json()
+
+    # when it is submitted and the worker runs it
+    with django_capture_on_commit_callbacks(execute=True):
+        curator_client.post(f"/api/v1/releases/{draft['id']}/submit/")
+
+    # then the detail and the status page say how long each step took
+    detail = curator_client.get(f"/api/v1/releases/{draft['id']}/").json()
+    assert detail["status"] == "published"
+    assert set(detail["timings"]) == {"read_s", "compute_s", "noise_s", "publish_s"}
+    assert all(isinstance(v, float) and v >= 0 for v in detail["timings"].values())
+    curator_client.force_login(User.objects.get(username="curator1"))
+    page = curator_client.get(f"/releases/{draft['id']}/").content.decode()
+    assert 'id="timings"' in page
+    assert "reading" in page
+    assert "publishing" in page
