@@ -131,6 +131,13 @@ DATASET_MAX_UPLOAD_BYTES = env.int("DATASET_MAX_UPLOAD_BYTES", default=2 * 1024*
 # Uploads up to this size convert during the request (a bad file is a 400 at once); larger ones
 # answer 201 "processing" and convert in a worker.
 DATASET_CONVERT_INLINE_BYTES = env.int("DATASET_CONVERT_INLINE_BYTES", default=8 * 1024**2)
+# Which engine computes a release's exact aggregates (privacy_engine/engines.py): "auto" runs in
+# the worker's process while the needed columns fit in RELEASE_MEMORY_BUDGET_BYTES and streams the
+# file through DuckDB above it; "distributed" sends the work to the Dask cluster at
+# DASK_SCHEDULER_ADDRESS.
+RELEASE_ENGINE = env.str("RELEASE_ENGINE", default="auto")
+RELEASE_MEMORY_BUDGET_BYTES = env.int("RELEASE_MEMORY_BUDGET_BYTES", default=1024**3)
+DASK_SCHEDULER_ADDRESS = env.str("DASK_SCHEDULER_ADDRESS", default="") or None
 # Request bodies other than uploaded files (forms, JSON) Django reads into memory: above the API's
 # own cap (REST_FRAMEWORK["MAX_BODY_BYTES"]), so the API answers its cap in JSON naming "body".
 DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024**2

@@ -138,7 +138,7 @@ class TypedTable:
         )
 
 
-def _labels(column: pa.ChunkedArray) -> Labels:
+def labels_of(column: pa.ChunkedArray) -> Labels:
     """Codes and a dictionary of distinct values, whatever encoding each chunk came in."""
     if not pa.types.is_dictionary(column.type):
         column = pc.dictionary_encode(column)
@@ -193,7 +193,7 @@ def read_typed(
             for name, field in zip(numbers, number_fields, strict=True)
         },
         labels={
-            name: _labels(table.column(field))
+            name: labels_of(table.column(field))
             for name, field in zip(labels, text_fields, strict=True)
         },
     )
@@ -215,5 +215,5 @@ def typed_from_frame(
         if name in numbers:
             out_numbers[name] = number.to_numpy()
         if name in labels:
-            out_labels[name] = _labels(pa.chunked_array([text]))
+            out_labels[name] = labels_of(pa.chunked_array([text]))
     return TypedTable(row_count=len(frame), numbers=out_numbers, labels=out_labels)

@@ -13,8 +13,9 @@ computed as follows, and the argument holds for every table:
    up to a multiple of g, a power of two chosen from public facts only (m and ``MAX_ROWS``, never
    the private number of rows) with ``MAX_ROWS``·(m/g + 1) ≤ 2⁵³, so every multiple of g up to
    the largest possible |T| is an exact float. :func:`grid_sum` computes Q(T) with no rounding at
-   all: whole grid steps are summed as integers and the remainders' sum is compared exactly
-   (``math.fsum`` is correctly rounded, so the sign of a sum is exact).
+   all: every value is an integer times a power of two, T is summed exactly as integers per
+   power of two (:func:`exact_sum_state`, mergeable across batches and machines), and the
+   rounding to the grid is done on the exact rational.
 3. Q is monotone and commutes with shifts by whole grid steps, and ⌊a⌋ − ⌊a − s⌋ ≤ ⌈s⌉ for
    s ≥ 0. So if neighbouring tables have |T − T'| ≤ Δ, then |Q(T) − Q(T')| ≤ g·⌈Δ/g⌉, the
    published sensitivity, computed from the parameters as exact rationals (:func:`ceil_to_grid`).
@@ -63,40 +64,68 @@ def grid_sum(values: np.ndarray, grid: float) -> float:
     anywhere else. ``values`` are finite, at most ``MAX_ROWS``, and |x| ≤ m for the m whose
     :func:`sum_grid` is ``grid``."""
     values = np.asarray(values, dtype=float)
-    if values.size == 0:
-        return 0.0
     if values.size > MAX_ROWS:
         raise ValueError(f"an exact sum takes at most {MAX_ROWS} values")
-    # x = g·k + r exactly: k = trunc(x/g) (scaling by a power of two is exact, or underflows
-    # only where |x/g| < 1 and k = 0 anyway), and r = x − g·k has x's sign and |r| < g. r is a
-    # multiple of ulp(x) below 2⁵³ of them (or 0, when g divides x), so it is a float.
-    whole = np.trunc(values / grid)
-    rest = (values - whole * grid).tolist()
-    # |Σk| ≤ MAX_ROWS·m/g < 2⁵³: exact in 64-bit integers.
-    steps = int(whole.astype(np.int64).sum()) + _nearest_step(rest, grid)
-    # |steps| ≤ 2⁵³ and the grid is a power of two: the product is exact.
+    return round_sum_state(exact_sum_state(values), grid)
+
+
+# A sum state splits each 53-bit integer mantissa in three parts of at most 18 bits: per
+# exponent, float64 bincount sums of up to 2³⁴ such parts stay below 2⁵³, hence exact.
+_PART_BITS = 18
+_PART_MASK = (1 << _PART_BITS) - 1
+MAX_BATCH_ROWS = 2**34
+
+
+def exact_sum_state(values: np.ndarray) -> dict[int, int]:
+    """The exact sum of finite floats as {e: S}, meaning Σ S·2^e, with no per-row Python: each
+    value is m·2^e for a whole m with |m| < 2⁵³ (frexp, then scaling by 2⁵³: exact), and the m of
+    each exponent are summed exactly in three 18-bit parts. States of parts of a table merge
+    exactly (:func:`merge_sum_states`), in any order, on any machine."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return {}
+    if values.size > MAX_BATCH_ROWS:
+        raise ValueError(f"a batch holds at most {MAX_BATCH_ROWS} values")
+    fraction, exponent = np.frexp(values)
+    mantissa = np.ldexp(fraction, 53).astype(np.int64)
+    exponent = exponent.astype(np.int64) - 53
+    lowest = int(exponent.min())
+    index = exponent - lowest
+    length = int(index.max()) + 1
+    # m = high·2³⁶ + middle·2¹⁸ + low exactly (shifts floor; the masked parts are ≥ 0).
+    parts = (
+        mantissa >> (2 * _PART_BITS),
+        (mantissa >> _PART_BITS) & _PART_MASK,
+        mantissa & _PART_MASK,
+    )
+    high, middle, low = (
+        np.bincount(index, weights=part.astype(float), minlength=length) for part in parts
+    )
+    state: dict[int, int] = {}
+    for position in np.flatnonzero((high != 0) | (middle != 0) | (low != 0)):
+        total = (
+            (int(high[position]) << (2 * _PART_BITS))
+            + (int(middle[position]) << _PART_BITS)
+            + int(low[position])
+        )
+        if total:
+            state[lowest + int(position)] = total
+    return state
+
+
+def merge_sum_states(a: dict[int, int], b: dict[int, int]) -> dict[int, int]:
+    merged = dict(a)
+    for exponent, total in b.items():
+        merged[exponent] = merged.get(exponent, 0) + total
+    return merged
+
+
+def round_sum_state(state: dict[int, int], grid: float) -> float:
+    """g·⌊T/g + ½⌋ for the exact T the state holds. With |T| within MAX_ROWS values of the grid's
+    magnitude, |T/g| < 2⁵³, so the product is an exact float."""
+    total = sum((Fraction(s) * Fraction(2) ** e for e, s in state.items()), Fraction(0))
+    steps = math.floor(total / Fraction(grid) + Fraction(1, 2))
     return steps * grid
-
-
-def _nearest_step(rest: list[float], grid: float) -> int:
-    """The whole number j with (j − ½)·g ≤ Σ rest < (j + ½)·g, for the exact Σ rest."""
-
-    def reaches(threshold: float) -> bool:
-        # fsum is correctly rounded, so its sign is the exact sign of Σ rest − threshold.
-        rest.append(-threshold)
-        try:
-            return math.fsum(rest) >= 0
-        finally:
-            rest.pop()
-
-    # A first guess from the rounded sum; the exact comparisons settle any rounding. j ± ½ and
-    # (j ± ½)·g are exact floats: |j| ≤ MAX_ROWS and g is a power of two.
-    step = math.floor(math.fsum(rest) / grid + 0.5)
-    while not reaches((step - 0.5) * grid):
-        step -= 1
-    while reaches((step + 0.5) * grid):
-        step += 1
-    return step
 
 
 def ceil_to_grid(amount: Fraction, grid: float) -> Fraction:

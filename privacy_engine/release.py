@@ -17,13 +17,19 @@ from decimal import ROUND_CEILING, Decimal, localcontext
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from privacy_engine.accounting import LEDGER_PLACES, ledger_delta
-from privacy_engine.columnar import Labels, TypedTable, read_typed, typed_from_frame
+from privacy_engine.aggregates import (
+    Aggregate,
+    BinCounts,
+    CategoryCounts,
+    GridSum,
+    PresentCount,
+    RowCount,
+    needed_columns,
+)
+from privacy_engine.columnar import typed_from_frame
 from privacy_engine.definitions import (
     MAX_EPSILON,
     MIN_EPSILON,
@@ -36,8 +42,16 @@ from privacy_engine.definitions import (
     delta_warnings,
     with_default_delta,
 )
+from privacy_engine.engines import (
+    Aggregated,
+    Bound,
+    Engine,
+    EngineChoice,
+    InProcessEngine,
+    aggregate_table,
+)
 from privacy_engine.errors import EngineValidationError, prefix_errors
-from privacy_engine.exact_sums import grid_sum, sum_grid
+from privacy_engine.exact_sums import sum_grid
 from privacy_engine.mechanisms import (
     ExactRelease,
     GaussianMechanism,
@@ -222,6 +236,8 @@ class ReleaseResult:
     delta_spent: Decimal
     # Seconds spent reading columns, computing exact aggregates and drawing noise.
     timings: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    # Which engine computed the exact aggregates (engines.py).
+    engine: str = "in_process"
 
 
 def split_epsilon(total: float, weights: Sequence[float]) -> list[float]:
@@ -671,115 +687,55 @@ def release_statistic(planned: PlannedStatistic, exact: Any, schema: Schema) -> 
 # --- reading data: only below this line -------------------------------------------------------
 
 
-def _clean_numeric(values: np.ndarray, column: NumericColumn) -> np.ndarray:
-    """The column's values by its declared rules, before any arithmetic: a number beyond a bound
-    is clamped to it however large it is (``1e400`` and ``inf`` read as infinity, a number above
-    the upper bound); a missing or non-numeric value (NaN) is replaced by ``fill`` or dropped.
-    So no value can make a sum overflow or fail."""
-    missing = np.isnan(values)
-    values = np.where(missing, column.fill, values) if column.fill is not None else values[~missing]
-    return np.clip(values, column.lower, column.upper)
+def _cleaned(name: str, schema: Schema) -> dict[str, Any]:
+    column = schema.column(name)
+    assert isinstance(column, NumericColumn)
+    return {"column": name, "lower": column.lower, "upper": column.upper, "fill": column.fill}
 
 
-def _needed_columns(plan: ReleasePlan) -> tuple[set[str], set[str]]:
-    """The columns a plan reads: (as numbers, as labels)."""
-    numbers: set[str] = set()
-    labels: set[str] = set()
-    for statistic in plan.statistics:
-        for name in statistic.columns:
-            if isinstance(plan.schema.column(name), CategoricalColumn):
-                labels.add(name)
-            else:
-                numbers.add(name)
-    if plan.schema.person_key is not None:
-        labels.add(plan.schema.person_key)
-    return numbers, labels
+def _grid_sum(name: str, schema: Schema) -> GridSum:
+    column = schema.column(name)
+    assert isinstance(column, NumericColumn)
+    return GridSum(**_cleaned(name, schema), grid=sum_grid(column.max_magnitude))
 
 
-def _exact_answer(planned: PlannedStatistic, table: TypedTable, schema: Schema) -> Any:
-    """What the statistic's mechanisms take, computed exactly from the cleaned typed columns (see
-    :func:`release_statistic`); sums as exact_sums.py says, so the sensitivity covers them."""
+def aggregates_for(planned: PlannedStatistic, schema: Schema) -> list[Aggregate]:
+    """The exact aggregates a statistic's mechanisms take, as requests any engine answers."""
     query = planned.query
     if isinstance(query, Count):
-        return table.row_count
-    if isinstance(query, Sum) and query.columns:
-        sums = []
-        for name in query.columns:
-            column = schema.column(name)
-            assert isinstance(column, NumericColumn)
-            sums.append(_column_sum(_clean_numeric(table.numbers[name], column), column))
-        return sums
-    column = schema.column(query.column)
-    if isinstance(query, Histogram):
-        if isinstance(column, CategoricalColumn):
-            return _categorical_counts(table.labels[query.column], column)
-        assert isinstance(column, NumericColumn)
-        assert query.bins is not None
-        return _numeric_histogram(_clean_numeric(table.numbers[query.column], column), query.bins)
-    assert isinstance(column, NumericColumn)
-    values = _clean_numeric(table.numbers[query.column], column)
+        return [RowCount()]
     if isinstance(query, Sum):
-        return _column_sum(values, column)
-    return _column_sum(values, column), len(values)
+        return [_grid_sum(name, schema) for name in query.summed_columns]
+    column = schema.column(query.column)
+    if isinstance(query, Mean):
+        return [_grid_sum(query.column, schema), PresentCount(**_cleaned(query.column, schema))]
+    assert isinstance(query, Histogram)
+    if isinstance(column, CategoricalColumn):
+        return [
+            CategoryCounts(
+                column=query.column,
+                categories=tuple(column.categories),
+                other=column.other,
+                fill=column.fill,
+            )
+        ]
+    assert query.bins is not None
+    return [BinCounts(**_cleaned(query.column, schema), edges=tuple(query.bins))]
 
 
-def _column_sum(values: np.ndarray, column: NumericColumn) -> float:
-    return grid_sum(values, sum_grid(column.max_magnitude))
+def _exact_answer(planned: PlannedStatistic, answers: list[Any]) -> Any:
+    """The answers of :func:`aggregates_for`, shaped as :func:`release_statistic` takes them."""
+    query = planned.query
+    if isinstance(query, Sum) and query.columns:
+        return list(answers)
+    if isinstance(query, Mean):
+        return tuple(answers)
+    (answer,) = answers
+    return answer
 
 
-def _categorical_counts(labels: Labels, column: CategoricalColumn) -> list[int]:
-    """Records per bucket: a missing value ("") becomes ``fill`` or is dropped; a value outside
-    the categories goes to ``other`` or is dropped. Maps each distinct value once, then counts
-    codes, so the cost is one pass over integers."""
-    buckets = list(column.buckets)
-    categories = pa.array(list(column.categories), type=pa.string())
-    # Bucket of each distinct value: its category, else the other bucket, else none (-1).
-    bucket_of_value = (
-        pc.fill_null(pc.index_in(labels.dictionary, value_set=categories), -1)
-        .to_numpy(zero_copy_only=False)
-        .astype(np.int64)
-    )
-    if column.other is not None:
-        bucket_of_value[bucket_of_value < 0] = buckets.index(column.other)
-    missing = labels.code_of("")
-    if missing is not None:
-        fill = column.fill
-        if fill is None:
-            bucket_of_value[missing] = -1
-        elif fill in column.categories:
-            bucket_of_value[missing] = list(column.categories).index(fill)
-        else:
-            bucket_of_value[missing] = buckets.index(column.other) if column.other else -1
-    per_value = np.bincount(labels.codes, minlength=len(bucket_of_value))
-    kept = bucket_of_value >= 0
-    counts = np.bincount(bucket_of_value[kept], weights=per_value[kept], minlength=len(buckets))
-    return [int(c) for c in counts]
-
-
-def _numeric_histogram(values: np.ndarray, edges: tuple[float, ...]) -> list[int]:
-    counts, _ = np.histogram(values, bins=np.asarray(edges, dtype=float))
-    return [int(c) for c in counts]
-
-
-def _bound_contributions(table: TypedTable, schema: Schema) -> TypedTable:
-    """Keep at most c rows per person (first in file order) and drop rows without a key: a
-    stable rule that uses the key only to bound contributions."""
-    if schema.person_key is None:
-        return table
-    keys = table.labels[schema.person_key]
-    codes = keys.codes
-    # Rank of each row within its person, in file order: sort stably by key, number each run.
-    order = np.argsort(codes, kind="stable")
-    sorted_codes = codes[order]
-    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
-    run_lengths = np.diff(np.r_[starts, len(codes)])
-    rank = np.empty(len(codes), dtype=np.int64)
-    rank[order] = np.arange(len(codes)) - np.repeat(starts, run_lengths)
-    keep = rank < schema.max_rows_per_person
-    missing = keys.code_of("")
-    if missing is not None:
-        keep &= codes != missing
-    return table.take(keep)
+def _bound(schema: Schema) -> Bound:
+    return Bound(person_key=schema.person_key, per_person=schema.max_rows_per_person)
 
 
 def _disclose_public_missingness(
@@ -800,20 +756,20 @@ def _disclose_public_missingness(
     return dataclasses.replace(result, rule="; ".join(filter(None, [result.rule, note])))
 
 
-def _release_typed(
-    plan: ReleasePlan, table: TypedTable, timings: dict[str, float]
+def _release_from_aggregates(
+    plan: ReleasePlan, requests: list[list[Aggregate]], aggregated: Aggregated
 ) -> ReleaseResult:
-    if table.row_count > MAX_ROWS:
-        raise EngineValidationError.single(
-            "rows", f"the engine answers tables of at most {MAX_ROWS:,} rows"
-        )
+    answers = iter(aggregated.answers)
     started = time.perf_counter()
-    table = _bound_contributions(table, plan.schema)
-    exact = [_exact_answer(planned, table, plan.schema) for planned in plan.statistics]
-    computed = time.perf_counter()
     statistics = tuple(
-        _disclose_public_missingness(release_statistic(planned, answer, plan.schema), planned, plan)
-        for planned, answer in zip(plan.statistics, exact, strict=True)
+        _disclose_public_missingness(
+            release_statistic(
+                planned, _exact_answer(planned, [next(answers) for _ in wanted]), plan.schema
+            ),
+            planned,
+            plan,
+        )
+        for planned, wanted in zip(plan.statistics, requests, strict=True)
     )
     person_rule = plan.schema.person_rule()
     if person_rule is not None:
@@ -821,17 +777,16 @@ def _release_typed(
             dataclasses.replace(s, rule="; ".join(filter(None, [person_rule, s.rule])))
             for s in statistics
         )
-    timings = {
-        **timings,
-        "compute_s": computed - started,
-        "noise_s": time.perf_counter() - computed,
-    }
     return ReleaseResult(
         statistics=statistics,
         epsilon_spent=plan.epsilon_spent,
         delta_spent=plan.delta_spent,
-        timings=timings,
+        timings={**aggregated.timings, "noise_s": time.perf_counter() - started},
     )
+
+
+def _plan_requests(plan: ReleasePlan) -> list[list[Aggregate]]:
+    return [aggregates_for(planned, plan.schema) for planned in plan.statistics]
 
 
 def release_stored_table(
@@ -841,17 +796,33 @@ def release_stored_table(
     definition: Definition | Mapping[str, Any],
     queries: Sequence[Query | Mapping[str, Any]],
     noise: NoiseSource | None = None,
+    engine: Engine | EngineChoice | None = None,
 ) -> ReleaseResult:
-    """Answer every query on a table stored in the columnar layout (columnar.py), reading only
-    the columns the statistics use. ``timings`` holds read_s, compute_s and noise_s."""
+    """Answer every query on a table stored in the columnar layout (columnar.py). ``engine``
+    (engines.py; in-process by default) computes the exact aggregates, reading only the columns
+    the statistics use; the noise step is the same whichever engine ran. ``timings`` holds
+    read_s, compute_s and noise_s."""
     plan = plan_release(schema=schema, definition=definition, queries=queries, noise=noise)
-    numbers, labels = _needed_columns(plan)
-    started = time.perf_counter()
+    requests = _plan_requests(plan)
+    flat = [request for wanted in requests for request in wanted]
+    bound = _bound(plan.schema)
+    if isinstance(engine, EngineChoice):
+        engine = engine.engine_for(path, flat, bound)
+    engine = engine or InProcessEngine()
     try:
-        table = read_typed(path, numbers=numbers, labels=labels)
+        aggregated = engine.aggregate(path, flat, bound)
     except KeyError:
         raise EngineValidationError.single("columns", "the table lacks declared columns") from None
-    return _release_typed(plan, table, {"read_s": time.perf_counter() - started})
+    if any(
+        isinstance(request, RowCount) and answer > MAX_ROWS
+        for request, answer in zip(flat, aggregated.answers, strict=True)
+    ):
+        raise EngineValidationError.single(
+            "rows", f"the engine answers tables of at most {MAX_ROWS:,} rows"
+        )
+    return dataclasses.replace(
+        _release_from_aggregates(plan, requests, aggregated), engine=engine.name
+    )
 
 
 def run_queries(
@@ -869,9 +840,23 @@ def run_queries(
     statistic is computed; the number of rows a rule touched is never reported.
     """
     plan = plan_release(schema=schema, definition=definition, queries=queries, noise=noise)
-    numbers, labels = _needed_columns(plan)
+    if len(frame) > MAX_ROWS:
+        raise EngineValidationError.single(
+            "rows", f"the engine answers tables of at most {MAX_ROWS:,} rows"
+        )
+    requests = _plan_requests(plan)
+    flat = [request for wanted in requests for request in wanted]
+    bound = _bound(plan.schema)
+    numbers, labels = needed_columns(flat)
+    if bound.person_key is not None:
+        labels.add(bound.person_key)
     if any(name not in frame.columns for name in [*numbers, *labels]):
         raise EngineValidationError.single("columns", "the table lacks declared columns")
     started = time.perf_counter()
     table = typed_from_frame(frame, numbers=numbers, labels=labels)
-    return _release_typed(plan, table, {"read_s": time.perf_counter() - started})
+    read = time.perf_counter()
+    answers = aggregate_table(table, flat, bound)
+    aggregated = Aggregated(
+        answers, {"read_s": read - started, "compute_s": time.perf_counter() - read}
+    )
+    return _release_from_aggregates(plan, requests, aggregated)

@@ -41,6 +41,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from privacy_engine import EngineValidationError, release_stored_table
+from privacy_engine.engines import EngineChoice
 from releases.models import LedgerEntry, NoisyAnswer, Release, ReleaseFile, ReleaseSeries
 from releases.selectors import release_answer_statistics
 from releases.services.audit import AuditAction, audit_record
@@ -147,6 +148,11 @@ def _draw(release_id: int, claim_token: str) -> None:
             schema=release.schema,
             definition=release.definition,
             queries=release.queries,
+            engine=EngineChoice(
+                kind=settings.RELEASE_ENGINE,
+                memory_budget_bytes=settings.RELEASE_MEMORY_BUDGET_BYTES,
+                scheduler_address=settings.DASK_SCHEDULER_ADDRESS,
+            ),
         )
     except EngineValidationError as error:
         raise ReleaseFailure(f"The release plan is not valid: {error}") from None
@@ -173,7 +179,7 @@ def _draw(release_id: int, claim_token: str) -> None:
             object_type="release",
             object_id=release.pk,
             dataset_id=release.dataset_id,
-            details={"statistics": len(result.statistics)},
+            details={"statistics": len(result.statistics), "engine": result.engine},
         )
         _ledger_settle(entry, release=release, state=LedgerEntry.State.SPENT)
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privacy_engine import EngineValidationError
-from privacy_engine import release as release_module
-from privacy_engine.columnar import write_frame
+from privacy_engine import EngineValidationError, engines
+from privacy_engine.aggregates import CleanedNumbers
+from privacy_engine.columnar import TypedTable, write_frame
 from privacy_engine.exact_sums import grid_sum, sum_grid
 from privacy_engine.queries import Count, Histogram, Sum
 from privacy_engine.release import (
@@ -25,7 +25,7 @@ from privacy_engine.release import (
     release_stored_table,
     run_queries,
 )
-from privacy_engine.schema import CategoricalColumn, NumericColumn
+from privacy_engine.schema import CategoricalColumn
 
 
 class NoNoise:
@@ -186,7 +186,7 @@ def test_a_broken_person_bound_is_caught_by_the_oracle(monkeypatch):
     schema = {"columns": {"n": {"kind": "numeric", "lower": 0, "upper": 10}},
               "person_key": "key", "max_rows_per_person": 1, "declared_size": 3}  # fmt: skip
     definition = {"kind": "pure_dp", "epsilon": 1.0}
-    monkeypatch.setattr(release_module, "_bound_contributions", lambda table, schema: table)
+    monkeypatch.setattr(engines, "bound_contributions", lambda table, key, per_person: table)
 
     # when
     broken = run_queries(
@@ -265,10 +265,11 @@ def test_a_table_without_a_declared_column_is_refused_naming_columns(tmp_path):
 
 def test_numeric_column_cleaning_matches_the_declared_rules():
     # given
-    column = NumericColumn(lower=0, upper=10, fill=5)
+    request = CleanedNumbers(column="n", lower=0, upper=10, fill=5)
+    table = TypedTable(row_count=4, numbers={"n": np.array([np.nan, -3.0, 4.0, np.inf])}, labels={})
 
     # when
-    cleaned = release_module._clean_numeric(np.array([np.nan, -3.0, 4.0, np.inf]), column)
+    cleaned = request.cleaned(table)
 
     # then
     assert cleaned.tolist() == [5.0, 0.0, 4.0, 10.0]

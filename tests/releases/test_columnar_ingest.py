@@ -224,3 +224,21 @@ def test_a_published_release_records_the_workers_timings_for_its_curator(
     assert 'id="timings"' in page
     assert "reading" in page
     assert "publishing" in page
+
+
+@pytest.mark.parametrize("engine", ["in_process", "out_of_core"])
+def test_the_release_engine_setting_chooses_who_computes_and_the_trail_says_which(
+    curator_client, dataset, settings, django_capture_on_commit_callbacks, engine
+):
+    # given
+    settings.RELEASE_ENGINE = engine
+    draft = curator_client.post("/api/v1/releases/", draft_body(dataset.pk), format="json").json()
+
+    # when
+    with django_capture_on_commit_callbacks(execute=True):
+        curator_client.post(f"/api/v1/releases/{draft['id']}/submit/")
+
+    # then
+    assert curator_client.get(f"/api/v1/releases/{draft['id']}/").json()["status"] == "published"
+    drawn = AuditEvent.objects.get(action="task.noise_drawn")
+    assert drawn.details["engine"] == engine

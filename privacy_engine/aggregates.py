@@ -1,0 +1,198 @@
+"""Exact aggregates: what a release needs from the data before any noise, as plain requests that
+every engine (engines.py) answers the same way.
+
+Each request computes a *partial state* from one batch of typed rows, states of batches *merge*
+exactly, and *finish* turns the merged state into the exact answer the mechanisms take. States are
+exact (whole numbers, or an exact float sum by binary exponent), so the answer does not depend on
+how an engine splits the table, in which order batches come, or on which machine each ran: the
+in-process, out-of-core and distributed engines give identical answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from privacy_engine.columnar import Labels, TypedTable
+from privacy_engine.exact_sums import exact_sum_state, merge_sum_states, round_sum_state
+
+
+@dataclass(frozen=True)
+class RowCount:
+    """Rows of the (contribution-bounded) table."""
+
+
+@dataclass(frozen=True)
+class CleanedNumbers:
+    """A numeric column cleaned by its declared rules: missing values filled or dropped, every
+    value clamped to [lower, upper]."""
+
+    column: str
+    lower: float
+    upper: float
+    fill: float | None
+
+    def cleaned(self, table: TypedTable) -> np.ndarray:
+        values = table.numbers[self.column]
+        missing = np.isnan(values)
+        values = np.where(missing, self.fill, values) if self.fill is not None else values[~missing]
+        return np.clip(values, self.lower, self.upper)
+
+
+@dataclass(frozen=True)
+class GridSum(CleanedNumbers):
+    """The cleaned values' exact sum rounded half up to a multiple of ``grid`` (exact_sums.py)."""
+
+    grid: float = 1.0
+
+
+@dataclass(frozen=True)
+class PresentCount(CleanedNumbers):
+    """How many cleaned values there are (all rows with a fill, else the non-missing ones)."""
+
+
+@dataclass(frozen=True)
+class BinCounts(CleanedNumbers):
+    """Cleaned values per bin: [a, b) each, the last [a, b]."""
+
+    edges: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class CategoryCounts:
+    """Records per bucket of a categorical column: a missing value ("") becomes ``fill`` or is
+    dropped; a value outside the categories goes to ``other`` or is dropped."""
+
+    column: str
+    categories: tuple[str, ...]
+    other: str | None
+    fill: str | None
+
+    @property
+    def buckets(self) -> tuple[str, ...]:
+        return (*self.categories, self.other) if self.other is not None else self.categories
+
+
+Aggregate = RowCount | GridSum | PresentCount | BinCounts | CategoryCounts
+
+
+def needed_columns(requests: Iterable[Aggregate]) -> tuple[set[str], set[str]]:
+    """The columns the requests read: (as numbers, as labels)."""
+    numbers: set[str] = set()
+    labels: set[str] = set()
+    for request in requests:
+        if isinstance(request, CleanedNumbers):
+            numbers.add(request.column)
+        elif isinstance(request, CategoryCounts):
+            labels.add(request.column)
+    return numbers, labels
+
+
+# --- partial states, merge and finish ---------------------------------------------------------
+
+
+def _category_state(labels: Labels, request: CategoryCounts) -> np.ndarray:
+    buckets = list(request.buckets)
+    categories = pa.array(list(request.categories), type=pa.string())
+    bucket_of_value = (
+        pc.fill_null(pc.index_in(labels.dictionary, value_set=categories), -1)
+        .to_numpy(zero_copy_only=False)
+        .astype(np.int64)
+    )
+    if request.other is not None:
+        bucket_of_value[bucket_of_value < 0] = buckets.index(request.other)
+    missing = labels.code_of("")
+    if missing is not None:
+        if request.fill is None:
+            bucket_of_value[missing] = -1
+        elif request.fill in request.categories:
+            bucket_of_value[missing] = request.categories.index(request.fill)
+        else:
+            bucket_of_value[missing] = (
+                buckets.index(request.other) if request.other is not None else -1
+            )
+    per_value = np.bincount(labels.codes, minlength=len(bucket_of_value))
+    kept = bucket_of_value >= 0
+    counts = np.bincount(bucket_of_value[kept], weights=per_value[kept], minlength=len(buckets))
+    return counts.astype(np.int64)
+
+
+def partial(request: Aggregate, table: TypedTable) -> Any:
+    """The request's state on one batch of (contribution-bounded) rows."""
+    if isinstance(request, RowCount):
+        return table.row_count
+    if isinstance(request, CategoryCounts):
+        return _category_state(table.labels[request.column], request)
+    values = request.cleaned(table)
+    if isinstance(request, GridSum):
+        return exact_sum_state(values)
+    if isinstance(request, PresentCount):
+        return len(values)
+    counts, _ = np.histogram(values, bins=np.asarray(request.edges, dtype=float))
+    return counts.astype(np.int64)
+
+
+def merge(request: Aggregate, a: Any, b: Any) -> Any:
+    """Two batches' states as one; exact and order-free."""
+    if isinstance(request, GridSum):
+        return merge_sum_states(a, b)
+    return a + b
+
+
+def empty(request: Aggregate) -> Any:
+    if isinstance(request, GridSum):
+        return {}
+    if isinstance(request, BinCounts):
+        return np.zeros(len(request.edges) - 1, dtype=np.int64)
+    if isinstance(request, CategoryCounts):
+        return np.zeros(len(request.buckets), dtype=np.int64)
+    return 0
+
+
+def finish(request: Aggregate, state: Any) -> Any:
+    """The exact answer: an int, a float (a grid sum) or a list of ints (counts per cell)."""
+    if isinstance(request, GridSum):
+        return round_sum_state(state, request.grid)
+    if isinstance(request, BinCounts | CategoryCounts):
+        return [int(count) for count in state]
+    return int(state)
+
+
+def partials(requests: Sequence[Aggregate], table: TypedTable) -> list[Any]:
+    return [partial(request, table) for request in requests]
+
+
+def merge_all(requests: Sequence[Aggregate], states: Iterable[list[Any]]) -> list[Any]:
+    merged = [empty(request) for request in requests]
+    for batch in states:
+        merged = [merge(r, a, b) for r, a, b in zip(requests, merged, batch, strict=True)]
+    return merged
+
+
+# --- contribution bounding in memory ----------------------------------------------------------
+
+
+def bound_contributions(table: TypedTable, person_key: str | None, per_person: int) -> TypedTable:
+    """Keep at most ``per_person`` rows per person (first in file order) and drop rows without a
+    key: a stable rule that uses the key only to bound contributions."""
+    if person_key is None:
+        return table
+    keys = table.labels[person_key]
+    codes = keys.codes
+    # Rank of each row within its person, in file order: sort stably by key, number each run.
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    run_lengths = np.diff(np.r_[starts, len(codes)])
+    rank = np.empty(len(codes), dtype=np.int64)
+    rank[order] = np.arange(len(codes)) - np.repeat(starts, run_lengths)
+    keep = rank < per_person
+    missing = keys.code_of("")
+    if missing is not None:
+        keep &= codes != missing
+    return table.take(keep)

@@ -1,0 +1,203 @@
+"""One release plan, three engines (issue 8, point 3): in-process, out-of-core (DuckDB, streamed in
+batches) and distributed (a local Dask cluster of two worker processes) compute identical exact
+aggregates before noise, and the release built on each is the same."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pandas as pd
+import pytest
+
+from privacy_engine import engines
+from privacy_engine.columnar import ColumnarWriter
+from privacy_engine.engines import (
+    Bound,
+    DistributedEngine,
+    EngineChoice,
+    InProcessEngine,
+    OutOfCoreEngine,
+)
+from privacy_engine.release import (
+    _bound,
+    _plan_requests,
+    plan_release,
+    release_stored_table,
+    run_queries,
+)
+
+
+class NoNoise:
+    def sample(self, measurement, value):
+        return value
+
+
+ROWS = 3000
+# Values of very different magnitudes: a float sum taken in another order would differ.
+AMOUNTS = ["999999.5", "1e-9", "-0.1", "", "abc", "3.3333333", "-999999", "1e400", " 7 "]
+
+
+def rows(count: int) -> dict[str, list[str]]:
+    return {
+        "person": [f"p{(i * 7) % 1100}" if i % 23 else "" for i in range(count)],
+        "amount": [AMOUNTS[(i * 5) % len(AMOUNTS)] for i in range(count)],
+        "age": [str((i * 37) % 95) for i in range(count)],
+        "region": [["north", "south", " east", "", "west", "x"][i % 6] for i in range(count)],
+    }
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory) -> str:
+    """A stored table written in six batches: six row groups, so engines see several parts."""
+    path = tmp_path_factory.mktemp("engines") / "table.parquet"
+    table = rows(ROWS)
+    with ColumnarWriter(path, list(table)) as writer:
+        for start in range(0, ROWS, 500):
+            writer.write([values[start : start + 500] for values in table.values()])
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def cluster_client() -> Iterator[object]:
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+SCHEMA = {
+    "columns": {
+        "amount": {"kind": "numeric", "lower": -1e6, "upper": 1e6},
+        "age": {"kind": "numeric", "lower": 0, "upper": 100, "fill": 50},
+        "region": {
+            "kind": "categorical",
+            "categories": ["north", "south", "east"],
+            "other": "other",
+            "fill": "north",
+        },
+    },
+    "declared_size": ROWS,
+}
+QUERIES = [
+    {"kind": "count"},
+    {"kind": "sum", "column": "amount"},
+    {"kind": "sum", "columns": ["amount", "age"]},
+    {"kind": "mean", "column": "amount"},
+    {"kind": "histogram", "column": "region"},
+    {"kind": "histogram", "column": "age", "bins": [0, 10, 50, 99.5, 100]},
+]
+DEFINITION = {"kind": "pure_dp", "epsilon": 1.0}
+
+
+def with_key(c: int) -> dict:
+    return {**SCHEMA, "person_key": "person", "max_rows_per_person": c}
+
+
+def exact_aggregates(schema: dict, path: str, engine) -> list:
+    plan = plan_release(schema=schema, definition=DEFINITION, queries=QUERIES)
+    flat = [request for wanted in _plan_requests(plan) for request in wanted]
+    return engine.aggregate(path, flat, _bound(plan.schema)).answers
+
+
+@pytest.mark.parametrize("schema", [SCHEMA, with_key(1), with_key(2)], ids=["rows", "c1", "c2"])
+def test_three_engines_give_identical_exact_aggregates(stored, cluster_client, schema):
+    # given the three engines; the out-of-core one in batches of 700 rows under a small limit
+    in_process = InProcessEngine()
+    out_of_core = OutOfCoreEngine(memory_limit_bytes=64 << 20, threads=2, batch_rows=700)
+    distributed = DistributedEngine(client=cluster_client)
+    assert len(cluster_client.scheduler_info()["workers"]) == 2
+
+    # when
+    answers = {
+        engine.name: exact_aggregates(schema, stored, engine)
+        for engine in (in_process, out_of_core, distributed)
+    }
+
+    # then
+    assert answers["out_of_core"] == answers["in_process"]
+    assert answers["distributed"] == answers["in_process"]
+
+
+def test_the_exact_aggregates_are_those_of_the_string_engine(stored):
+    # given the same table as raw strings in memory
+    frame = pd.DataFrame(rows(ROWS), dtype=str)
+
+    # when
+    from_frame = run_queries(
+        frame, schema=with_key(2), definition=DEFINITION, queries=QUERIES, noise=NoNoise()
+    )
+    from_store = release_stored_table(
+        stored,
+        schema=with_key(2),
+        definition=DEFINITION,
+        queries=QUERIES,
+        noise=NoNoise(),
+        engine=OutOfCoreEngine(batch_rows=700),
+    )
+
+    # then
+    assert [s.to_dict() for s in from_store.statistics] == [
+        s.to_dict() for s in from_frame.statistics
+    ]
+
+
+def test_a_distributed_engine_that_loses_a_partition_is_caught(stored, cluster_client, monkeypatch):
+    # given an engine whose merge keeps only the first partition (a deliberately broken one)
+    real_merge_all = engines.merge_all
+
+    def first_only(requests, states):
+        return real_merge_all(requests, list(states)[:1])
+
+    monkeypatch.setattr(engines, "merge_all", first_only)
+
+    # when
+    broken = exact_aggregates(SCHEMA, stored, DistributedEngine(client=cluster_client))
+    monkeypatch.undo()
+    right = exact_aggregates(SCHEMA, stored, InProcessEngine())
+
+    # then the comparison of the test above would fail
+    assert broken != right
+
+
+def test_an_out_of_core_engine_without_the_person_bound_is_caught(stored, monkeypatch):
+    # given an out-of-core engine whose query forgets to bound contributions
+    real_query = OutOfCoreEngine._query
+    monkeypatch.setattr(
+        OutOfCoreEngine,
+        "_query",
+        lambda self, path, bound, fields, index: real_query(self, path, Bound(), fields, index),
+    )
+
+    # when / then
+    assert exact_aggregates(with_key(1), stored, OutOfCoreEngine()) != exact_aggregates(
+        with_key(1), stored, InProcessEngine()
+    )
+
+
+def test_auto_choice_streams_a_table_whose_columns_exceed_the_memory_budget(stored):
+    plan = plan_release(schema=SCHEMA, definition=DEFINITION, queries=QUERIES)
+    flat = [request for wanted in _plan_requests(plan) for request in wanted]
+
+    assert EngineChoice().engine_for(stored, flat, Bound()).name == "in_process"
+    small = EngineChoice(memory_budget_bytes=1000).engine_for(stored, flat, Bound())
+    assert small.name == "out_of_core"
+    with pytest.raises(ValueError, match="unknown engine"):
+        EngineChoice(kind="spark")
+
+
+def test_a_release_says_which_engine_computed_it(stored):
+    result = release_stored_table(
+        stored,
+        schema=SCHEMA,
+        definition=DEFINITION,
+        queries=QUERIES,
+        engine=EngineChoice(memory_budget_bytes=1000),
+    )
+
+    assert result.engine == "out_of_core"
+    assert set(result.timings) == {"read_s", "compute_s", "noise_s"}
