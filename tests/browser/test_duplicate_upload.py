@@ -45,7 +45,8 @@ def test_duplicate_upload_is_an_error_with_a_confirm_box(page, live_server, tmp_
     page.get_by_role("button", name="Upload").click()
 
     # then the pair is created and the dataset page says so
+    # (the upload page sends the form in the background: wait for the dataset page first)
+    assert "The same bytes were already stored as your dataset" in page.inner_text("#duplicate-of")
     second = Dataset.objects.get(name="Clinic 2025")
     assert second.duplicate_of == first
-    assert "The same bytes were already stored as your dataset" in page.inner_text("#duplicate-of")
     assert page.console_errors == []
