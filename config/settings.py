@@ -125,6 +125,25 @@ STORAGES = {
 PRIVATE_STORAGE_ROOT = Path(env.str("PRIVATE_STORAGE_ROOT", default=str(VAR_DIR / "private")))
 RELEASE_STORAGE_ROOT = Path(env.str("RELEASE_STORAGE_ROOT", default=str(VAR_DIR / "releases")))
 MEDIA_ROOT = VAR_DIR / "media"
+# S3-compatible object storage for uploads, tables and released files, so web servers and workers
+# on several machines share them: set OBJECT_STORAGE_BUCKET (and the endpoint for a non-AWS store).
+# Without it both stores are the directories above.
+OBJECT_STORAGE_BUCKET = env.str("OBJECT_STORAGE_BUCKET", default="")
+OBJECT_STORAGE = (
+    {
+        "bucket_name": OBJECT_STORAGE_BUCKET,
+        "endpoint_url": env.str("OBJECT_STORAGE_ENDPOINT_URL", default="") or None,
+        "region_name": env.str("OBJECT_STORAGE_REGION", default="") or None,
+        "access_key": env.str("OBJECT_STORAGE_ACCESS_KEY", default="") or None,
+        "secret_key": env.str("OBJECT_STORAGE_SECRET_KEY", default="") or None,
+        # Private objects: files are served only through the app's views, never by URL.
+        "default_acl": "private",
+        "querystring_auth": True,
+        "file_overwrite": False,
+    }
+    if OBJECT_STORAGE_BUCKET
+    else None
+)
 
 # Uploads stream to disk and convert to typed columns; up to this size (2 GiB by default).
 DATASET_MAX_UPLOAD_BYTES = env.int("DATASET_MAX_UPLOAD_BYTES", default=2 * 1024**3)

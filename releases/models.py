@@ -8,9 +8,11 @@ import os
 from decimal import Decimal
 
 from django.conf import settings
-from django.core.files.storage import FileSystemStorage
+from django.core.files.storage import FileSystemStorage, Storage
 from django.db import models
 from django.db.models import Q
+from django.test.signals import setting_changed
+from django.utils.functional import LazyObject, empty
 
 
 class SettingRootStorage(FileSystemStorage):
@@ -30,12 +32,42 @@ class SettingRootStorage(FileSystemStorage):
         return os.path.abspath(self.base_location)
 
 
-def private_storage() -> FileSystemStorage:
-    return SettingRootStorage("PRIVATE_STORAGE_ROOT")
+class ConfiguredStorage(LazyObject):
+    """The storage the settings name, built on first use and again whenever OBJECT_STORAGE
+    changes: S3-compatible object storage under ``location`` when configured, else the directory
+    in ``root_setting``. File fields keep this one object, so it must follow the settings."""
+
+    def __init__(self, location: str, root_setting: str) -> None:
+        super().__init__()
+        self.__dict__["_location"] = location
+        self.__dict__["_root_setting"] = root_setting
+        setting_changed.connect(self._settings_changed, weak=False)
+
+    def _setup(self) -> None:
+        if settings.OBJECT_STORAGE:
+            from storages.backends.s3 import S3Storage
+
+            self._wrapped = S3Storage(location=self._location, **settings.OBJECT_STORAGE)
+        else:
+            self._wrapped = SettingRootStorage(self._root_setting)
+
+    def _settings_changed(self, *, setting: str, **kwargs) -> None:
+        if setting in ("OBJECT_STORAGE", "OBJECT_STORAGE_BUCKET"):
+            self._wrapped = empty
 
 
-def release_storage() -> FileSystemStorage:
-    return SettingRootStorage("RELEASE_STORAGE_ROOT")
+_PRIVATE_STORAGE = ConfiguredStorage("private", "PRIVATE_STORAGE_ROOT")
+_RELEASE_STORAGE = ConfiguredStorage("releases", "RELEASE_STORAGE_ROOT")
+
+
+def private_storage() -> Storage:
+    """Uploads and converted tables: never served."""
+    return _PRIVATE_STORAGE
+
+
+def release_storage() -> Storage:
+    """Released files: served only by a view that checks publication."""
+    return _RELEASE_STORAGE
 
 
 BUDGET_FIELD = {"max_digits": 24, "decimal_places": 12}

@@ -4,6 +4,7 @@ import dataclasses
 import hashlib
 import logging
 import re
+import tempfile
 import unicodedata
 import uuid
 from decimal import Decimal, InvalidOperation, localcontext
@@ -25,6 +26,7 @@ from privacy_engine.schema import (
 from releases.models import Dataset, Release, private_storage
 from releases.services.audit import AuditAction, audit_record
 from releases.services.errors import Conflict, ValidationFailed
+from releases.services.storage import local_copy, storage_local_path, store_local_file
 from releases.services.tables import ConvertedTable, TableError, table_convert
 
 logger = logging.getLogger(__name__)
@@ -108,27 +110,32 @@ class _TooLarge(Exception):
 
 def _stage_upload(upload, *, limit: int) -> tuple[str, str] | None:
     """Stream the upload into private storage, chunk by chunk (never whole in memory), hashing
-    it on the way: its stored name and SHA-256, or ``None`` past ``limit`` (nothing kept)."""
+    it on the way: its stored name and SHA-256, or ``None`` past ``limit`` (nothing kept). Object
+    storage receives it from a local temporary file once it is whole."""
     storage = private_storage()
     name = f"datasets/upload-{uuid.uuid4().hex}.csv"
-    path = Path(storage.path(name))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256()
-    size = 0
-    try:
-        with open(path, "wb") as staged:
-            for chunk in upload.chunks():
-                size += len(chunk)
-                if size > limit:
-                    raise _TooLarge
-                digest.update(chunk)
-                staged.write(chunk)
-    except _TooLarge:
-        path.unlink(missing_ok=True)
-        return None
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
+    local = storage_local_path(storage)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(storage.path(name)) if local else Path(folder) / "upload.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with open(path, "wb") as staged:
+                for chunk in upload.chunks():
+                    size += len(chunk)
+                    if size > limit:
+                        raise _TooLarge
+                    digest.update(chunk)
+                    staged.write(chunk)
+            if not local:
+                name = store_local_file(storage, path, name)
+        except _TooLarge:
+            path.unlink(missing_ok=True)
+            return None
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
     return name, digest.hexdigest()
 
 
@@ -146,17 +153,23 @@ def _table_name(dataset_pk: int | None = None) -> str:
 
 
 def _convert(staged: str, table: str, **options: Any) -> ConvertedTable:
-    """Convert a staged CSV to the columnar layout; on a refusal nothing is left at ``table``."""
+    """Convert a staged CSV to the columnar layout stored at ``table``; on a refusal nothing is
+    left there."""
     storage = private_storage()
-    target = Path(storage.path(table))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        return table_convert(
-            storage.path(staged), target, max_columns=settings.DATASET_MAX_COLUMNS, **options
-        )
-    except BaseException:
-        target.unlink(missing_ok=True)
-        raise
+    local = storage_local_path(storage)
+    with tempfile.TemporaryDirectory() as folder, local_copy(storage, staged) as source:
+        target = Path(storage.path(table)) if local else Path(folder) / "table.parquet"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            converted = table_convert(
+                source, target, max_columns=settings.DATASET_MAX_COLUMNS, **options
+            )
+            if not local:
+                store_local_file(storage, target, table)
+        except BaseException:
+            target.unlink(missing_ok=True)
+            raise
+    return converted
 
 
 def _lock_digest(digest: str) -> None:

@@ -47,6 +47,7 @@ from releases.selectors import release_answer_statistics
 from releases.services.audit import AuditAction, audit_record
 from releases.services.heartbeat import Ticker, release_heartbeat
 from releases.services.releases import series_next_version
+from releases.services.storage import local_copy
 
 logger = logging.getLogger(__name__)
 
@@ -143,17 +144,18 @@ def _draw(release_id: int, claim_token: str) -> None:
     if dataset.status != dataset.Status.READY or not dataset.table:
         raise ReleaseFailure("The uploaded table is not ready.")
     try:
-        result = release_stored_table(
-            dataset.table.path,
-            schema=release.schema,
-            definition=release.definition,
-            queries=release.queries,
-            engine=EngineChoice(
-                kind=settings.RELEASE_ENGINE,
-                memory_budget_bytes=settings.RELEASE_MEMORY_BUDGET_BYTES,
-                scheduler_address=settings.DASK_SCHEDULER_ADDRESS,
-            ),
-        )
+        with local_copy(dataset.table.storage, dataset.table.name) as table_path:
+            result = release_stored_table(
+                table_path,
+                schema=release.schema,
+                definition=release.definition,
+                queries=release.queries,
+                engine=EngineChoice(
+                    kind=settings.RELEASE_ENGINE,
+                    memory_budget_bytes=settings.RELEASE_MEMORY_BUDGET_BYTES,
+                    scheduler_address=settings.DASK_SCHEDULER_ADDRESS,
+                ),
+            )
     except EngineValidationError as error:
         raise ReleaseFailure(f"The release plan is not valid: {error}") from None
     except (OSError, ValueError, pa.ArrowException):

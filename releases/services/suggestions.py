@@ -8,6 +8,7 @@ from privacy_engine.columnar import read_typed
 from releases.models import Dataset
 from releases.services.audit import AuditAction, audit_record
 from releases.services.datasets import dataset_require_ready
+from releases.services.storage import local_copy
 from releases.services.tables import MAX_INFERRED_CATEGORIES
 
 
@@ -19,11 +20,12 @@ def dataset_schema_suggest(*, dataset: Dataset, user) -> dict[str, dict]:
     """
     dataset_require_ready(dataset)
     kinds = {column["name"]: column["inferred_kind"] for column in dataset.columns}
-    typed = read_typed(
-        dataset.table.path,
-        numbers=[name for name, kind in kinds.items() if kind == "numeric"],
-        labels=[name for name, kind in kinds.items() if kind == "categorical"],
-    )
+    with local_copy(dataset.table.storage, dataset.table.name) as path:
+        typed = read_typed(
+            path,
+            numbers=[name for name, kind in kinds.items() if kind == "numeric"],
+            labels=[name for name, kind in kinds.items() if kind == "categorical"],
+        )
     suggestion: dict[str, dict] = {}
     for name, kind in kinds.items():
         if kind == "numeric":

@@ -1,0 +1,45 @@
+"""Files in a Django storage (a directory or S3-compatible object storage) as local paths, for the
+libraries that read and write files by path (the CSV reader, pyarrow, DuckDB)."""
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.core.files import File
+from django.core.files.storage import Storage
+
+COPY_CHUNK_BYTES = 1 << 20
+
+
+def storage_local_path(storage: Storage) -> bool:
+    """Whether the storage's files are on this machine's file system."""
+    try:
+        storage.path("probe")
+    except NotImplementedError:
+        return False
+    return True
+
+
+@contextmanager
+def local_copy(storage: Storage, name: str) -> Iterator[str]:
+    """A local path holding the stored file ``name``: the file itself on a file system storage,
+    else a temporary download, removed afterwards."""
+    if storage_local_path(storage):
+        yield storage.path(name)
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        local = Path(folder) / Path(name).name
+        with storage.open(name, "rb") as source, open(local, "wb") as target:
+            shutil.copyfileobj(source, target, COPY_CHUNK_BYTES)
+        yield str(local)
+
+
+def store_local_file(storage: Storage, local: str | Path, name: str) -> str:
+    """Store the local file at ``name``, replacing what was there; returns the stored name."""
+    storage.delete(name)
+    if storage_local_path(storage) and Path(storage.path(name)) == Path(local):
+        return name
+    with open(local, "rb") as handle:
+        return storage.save(name, File(handle, name=Path(name).name))
