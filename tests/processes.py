@@ -155,9 +155,27 @@ def postgres_redis_env(tmp_path: Path) -> Iterator[dict[str, str]]:
         redis.Redis.from_url(REDIS_URL).flushdb()
 
 
-def start_stack(env: dict[str, str], tmp_path: Path) -> Iterator[Stack]:
-    """Migrate, create an e2e curator and auditor, start a worker and a web server; stop both
-    (and any worker started later) afterwards."""
+def web_server_command(server: str, port: int) -> list[str]:
+    """Django's development server, or the production WSGI server README documents."""
+    if server == "gunicorn":
+        return [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "config.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+        ]
+    return [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]
+
+
+def start_stack(
+    env: dict[str, str], tmp_path: Path, *, web_server: str = "runserver"
+) -> Iterator[Stack]:
+    """Migrate, create an e2e curator and auditor, start a worker and a web server (Django's, or
+    gunicorn); stop both (and any worker started later) afterwards."""
     manage(env, "migrate", "--noinput")
     manage(env, "create_user", "e2e-curator", "--role", "curator", "--password", "e2e-pass-123")
     manage(env, "create_user", "e2e-auditor", "--role", "compliance", "--password", "e2e-pass-123")
@@ -168,7 +186,7 @@ def start_stack(env: dict[str, str], tmp_path: Path) -> Iterator[Stack]:
     web_log = (log_dir / "web.log").open("w")
     worker = start_celery_worker(env, worker_log)
     web = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+        web_server_command(web_server, port),
         cwd=ROOT,
         env=env,
         stdout=web_log,
@@ -181,9 +199,9 @@ def start_stack(env: dict[str, str], tmp_path: Path) -> Iterator[Stack]:
         deadline = time.monotonic() + 60
         while True:
             try:
-                requests.get(f"{stack.base_url}/api/v1/catalog/", timeout=2)
+                requests.get(f"{stack.base_url}/api/v1/catalog/", timeout=5)
                 break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
                 if time.monotonic() > deadline or web.poll() is not None:
                     pytest.fail(f"web server did not start\n{stack.logs()}")
                 time.sleep(0.3)
