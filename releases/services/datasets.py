@@ -147,9 +147,26 @@ def _discard(*names: str) -> None:
 
 
 def _table_name(dataset_pk: int | None = None) -> str:
-    # One name per dataset, so a conversion delivered twice overwrites rather than piles up.
-    suffix = f"dataset-{dataset_pk}" if dataset_pk is not None else uuid.uuid4().hex
-    return f"tables/{suffix}.parquet"
+    """A new table file's name; each conversion of a dataset writes its own, so two deliveries
+    of one task never write the same file."""
+    prefix = f"{_attempt_prefix(dataset_pk)}-" if dataset_pk is not None else ""
+    return f"tables/{prefix}{uuid.uuid4().hex}.parquet"
+
+
+def _attempt_prefix(dataset_pk: int) -> str:
+    return f"dataset-{dataset_pk}"
+
+
+def _discard_attempts(dataset_pk: int, *, keep: str = "") -> None:
+    """Delete every conversion attempt's table of the dataset but ``keep``: what a worker killed
+    mid-conversion left behind, or a delivery that lost the race."""
+    storage = private_storage()
+    try:
+        _, names = storage.listdir("tables")
+    except FileNotFoundError:
+        return
+    prefix = f"{_attempt_prefix(dataset_pk)}-"
+    _discard(*(f"tables/{n}" for n in names if n.startswith(prefix) and f"tables/{n}" != keep))
 
 
 def _convert(staged: str, table: str, **options: Any) -> ConvertedTable:
@@ -423,6 +440,8 @@ def dataset_convert(*, dataset_id: int) -> None:
     with transaction.atomic():
         locked = Dataset.objects.select_for_update().filter(pk=dataset_id).first()
         if locked is None or locked.status != Dataset.Status.PROCESSING:
+            # Another delivery finished first: this one's table is not used.
+            transaction.on_commit(lambda: _discard(table_name))
             return
         staged = locked.file.name
         locked.status = Dataset.Status.READY
@@ -451,7 +470,9 @@ def dataset_convert(*, dataset_id: int) -> None:
             dataset_id=locked.pk,
             details={"columns": locked.column_names},
         )
-        transaction.on_commit(lambda: _discard(staged))
+        transaction.on_commit(
+            lambda: (_discard(staged), _discard_attempts(dataset_id, keep=table_name))
+        )
 
 
 def _conversion_failed(dataset_id: int, reason: str) -> None:
@@ -472,7 +493,7 @@ def _conversion_failed(dataset_id: int, reason: str) -> None:
             dataset_id=locked.pk,
             details={"reason": reason},
         )
-        transaction.on_commit(lambda: _discard(staged, _table_name(dataset_id)))
+        transaction.on_commit(lambda: (_discard(staged), _discard_attempts(dataset_id)))
 
 
 def dataset_require_ready(dataset: Dataset) -> None:

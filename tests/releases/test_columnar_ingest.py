@@ -242,3 +242,59 @@ def test_the_release_engine_setting_chooses_who_computes_and_the_trail_says_whic
     assert curator_client.get(f"/api/v1/releases/{draft['id']}/").json()["status"] == "published"
     drawn = AuditEvent.objects.get(action="task.noise_drawn")
     assert drawn.details["engine"] == engine
+
+
+def test_a_killed_attempts_table_is_deleted_when_a_later_delivery_converts(
+    curator, converts_in_worker, settings, django_capture_on_commit_callbacks
+):
+    # given a processing dataset, and the partial table a worker killed mid-conversion left
+    with django_capture_on_commit_callbacks(execute=False):
+        dataset = dataset_create(
+            owner=curator, name="Clinic", upload=csv_upload(), budget_epsilon="1"
+        )
+    orphan = Path(settings.PRIVATE_STORAGE_ROOT) / "tables" / f"dataset-{dataset.pk}-dead.parquet"
+    orphan.parent.mkdir(parents=True, exist_ok=True)
+    orphan.write_bytes(b"PAR1 half written")
+
+    # when a later delivery converts it
+    with django_capture_on_commit_callbacks(execute=True):
+        dataset_convert(dataset_id=dataset.pk)
+
+    # then only the finished table is left
+    dataset.refresh_from_db()
+    assert dataset.status == "ready"
+    assert files_under(settings.PRIVATE_STORAGE_ROOT) == [Path(dataset.table.path)]
+
+
+def test_a_delivery_that_loses_the_race_leaves_no_table(
+    curator, converts_in_worker, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    # given two deliveries of one conversion: the second finishes while the first converts
+    from releases.services import datasets
+
+    with django_capture_on_commit_callbacks(execute=False):
+        dataset = dataset_create(
+            owner=curator, name="Clinic", upload=csv_upload(), budget_epsilon="1"
+        )
+    real_convert = datasets._convert
+    calls: list[int] = []
+
+    def convert_while_another_finishes(staged, table, **options):
+        calls.append(1)
+        if len(calls) == 1:
+            with django_capture_on_commit_callbacks(execute=True):
+                dataset_convert(dataset_id=dataset.pk)
+        return real_convert(staged, table, **options)
+
+    monkeypatch.setattr(datasets, "_convert", convert_while_another_finishes)
+
+    # when
+    with django_capture_on_commit_callbacks(execute=True):
+        dataset_convert(dataset_id=dataset.pk)
+
+    # then the winner's table is the only file, and it is the dataset's
+    dataset.refresh_from_db()
+    assert len(calls) == 2
+    assert dataset.status == "ready"
+    assert files_under(settings.PRIVATE_STORAGE_ROOT) == [Path(dataset.table.path)]
+    assert AuditEvent.objects.filter(action="dataset.converted").count() == 1
