@@ -150,6 +150,9 @@ DATASET_MAX_UPLOAD_BYTES = env.int("DATASET_MAX_UPLOAD_BYTES", default=2 * 1024*
 # Uploads up to this size convert during the request (a bad file is a 400 at once); larger ones
 # answer 201 "processing" and convert in a worker.
 DATASET_CONVERT_INLINE_BYTES = env.int("DATASET_CONVERT_INLINE_BYTES", default=8 * 1024**2)
+# Time limits of one conversion in a worker (seconds): soft (the dataset fails with that reason),
+# then hard.
+DATASET_CONVERT_TIME_LIMIT = env.int("DATASET_CONVERT_TIME_LIMIT", default=3600)
 # Which engine computes a release's exact aggregates (privacy_engine/engines.py): "auto" runs in
 # the worker's process while the needed columns fit in RELEASE_MEMORY_BUDGET_BYTES and streams the
 # file through DuckDB above it; "distributed" sends the work to the Dask cluster at

@@ -99,6 +99,12 @@ class Dataset(models.Model):
     progress = models.FloatField(default=1.0)
     # Why a conversion failed, safe to show: rows and columns named, never values.
     failure_reason = models.TextField(blank=True)
+    # Refreshed by the worker converting the upload; the reaper sends the conversion again when
+    # it is stale, and fails it after RELEASE_MAX_DELIVERIES stopped workers. ``queued_at`` is
+    # when its conversion was last sent.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    deliveries = models.PositiveIntegerField(default=0)
     # SHA-256 of the uploaded bytes: the same table uploaded twice must not get a fresh budget.
     sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     # Set when the curator confirmed that identical bytes are a new collection (own budget).

@@ -29,4 +29,6 @@ def release_run_task(release_id: int) -> None:
     max_retries=5,
 )
 def dataset_convert_task(dataset_id: int) -> None:
+    """Sent with its own time limits (DATASET_CONVERT_TIME_LIMIT): a large upload converts for
+    longer than a release computes."""
     dataset_convert(dataset_id=dataset_id)

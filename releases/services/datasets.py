@@ -7,12 +7,19 @@ import re
 import tempfile
 import unicodedata
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
 from decimal import Decimal, InvalidOperation, localcontext
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from privacy_engine import EngineValidationError, schema_from_dict
 from privacy_engine.accounting import DELTA_PLACES, LEDGER_PLACES
@@ -26,6 +33,7 @@ from privacy_engine.schema import (
 from releases.models import Dataset, Release, private_storage
 from releases.services.audit import AuditAction, audit_record
 from releases.services.errors import Conflict, ValidationFailed
+from releases.services.heartbeat import Ticker
 from releases.services.storage import local_copy, storage_local_path, store_local_file
 from releases.services.tables import ConvertedTable, TableError, table_convert
 
@@ -326,7 +334,8 @@ def _send_conversion(dataset_id: int) -> None:
     # Imported here: the task module imports this one.
     from releases.tasks import dataset_convert_task
 
-    dataset_convert_task.delay(dataset_id)
+    limit = settings.DATASET_CONVERT_TIME_LIMIT
+    dataset_convert_task.apply_async((dataset_id,), soft_time_limit=limit, time_limit=limit + 60)
 
 
 def _dataset_store(
@@ -366,7 +375,12 @@ def _dataset_store(
                     "columns": converted.columns,
                 }
                 if converted is not None
-                else {"status": Dataset.Status.PROCESSING, "progress": 0.0, "file": staged_name}
+                else {
+                    "status": Dataset.Status.PROCESSING,
+                    "progress": 0.0,
+                    "file": staged_name,
+                    "queued_at": timezone.now(),
+                }
             ),
         )
         audit_record(
@@ -413,8 +427,11 @@ def dataset_convert(*, dataset_id: int) -> None:
     ``failure_reason`` that names rows and columns, never values (the CSV and any partial table
     deleted). A dataset that is not processing is left as it is.
     """
-    dataset = Dataset.objects.filter(pk=dataset_id, status=Dataset.Status.PROCESSING).first()
-    if dataset is None or not dataset.file:
+    claimed = Dataset.objects.filter(pk=dataset_id, status=Dataset.Status.PROCESSING).update(
+        heartbeat_at=timezone.now()
+    )
+    dataset = Dataset.objects.filter(pk=dataset_id).first()
+    if not claimed or dataset is None or not dataset.file:
         return
     table_name = _table_name(dataset.pk)
     shown = [0.0]
@@ -427,9 +444,13 @@ def dataset_convert(*, dataset_id: int) -> None:
             )
 
     try:
-        converted = _convert(dataset.file.name, table_name, progress=progress)
+        with _conversion_heartbeat(dataset_id):
+            converted = _convert(dataset.file.name, table_name, progress=progress)
     except TableError as error:
         _conversion_failed(dataset_id, str(error))
+        return
+    except SoftTimeLimitExceeded:
+        _conversion_failed(dataset_id, "The conversion took longer than the time limit.")
         return
     except Exception as error:
         logger.error("dataset %s conversion failed with %s", dataset_id, type(error).__name__)
@@ -473,6 +494,81 @@ def dataset_convert(*, dataset_id: int) -> None:
         transaction.on_commit(
             lambda: (_discard(staged), _discard_attempts(dataset_id, keep=table_name))
         )
+
+
+@contextmanager
+def _conversion_heartbeat(dataset_id: int) -> Iterator[None]:
+    def beat() -> bool:
+        return bool(
+            Dataset.objects.filter(pk=dataset_id, status=Dataset.Status.PROCESSING).update(
+                heartbeat_at=timezone.now()
+            )
+        )
+
+    ticker = Ticker(
+        name=f"dataset-{dataset_id}-heartbeat",
+        interval=float(settings.RELEASE_HEARTBEAT_SECONDS),
+        action=beat,
+    )
+    ticker.start()
+    try:
+        yield
+    finally:
+        ticker.stop()
+
+
+def dataset_reap_stale() -> list[tuple[int, str]]:
+    """Recover conversions whose worker is gone: a processing dataset whose heartbeat is older
+    than ``RELEASE_STALE_SECONDS`` (or, never claimed, whose upload is older than twice the
+    conversion's time limit: its message was lost) is sent again, or failed once
+    ``RELEASE_MAX_DELIVERIES`` workers stopped. Returns (dataset id, outcome) pairs."""
+    now = timezone.now()
+    running_cutoff = now - timedelta(seconds=float(settings.RELEASE_STALE_SECONDS))
+    queued_cutoff = now - timedelta(seconds=2 * settings.DATASET_CONVERT_TIME_LIMIT)
+    stale = list(
+        Dataset.objects.filter(status=Dataset.Status.PROCESSING)
+        .filter(
+            Q(heartbeat_at__lt=running_cutoff)
+            | Q(heartbeat_at__isnull=True, queued_at__lt=queued_cutoff)
+        )
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    outcomes = []
+    for dataset_id in stale:
+        with transaction.atomic():
+            locked = Dataset.objects.select_for_update().get(pk=dataset_id)
+            if locked.status != Dataset.Status.PROCESSING:
+                continue
+            if locked.heartbeat_at is not None and locked.heartbeat_at >= running_cutoff:
+                continue
+            stops = locked.deliveries + (locked.heartbeat_at is not None)
+            if stops >= settings.RELEASE_MAX_DELIVERIES:
+                outcome = "failed"
+            else:
+                outcome = "redelivered"
+                locked.deliveries = stops
+                locked.heartbeat_at = None
+                # Just queued: the next message is sent only if this one is lost too.
+                locked.queued_at = now
+                locked.save(update_fields=["deliveries", "heartbeat_at", "queued_at"])
+                audit_record(
+                    actor=None,
+                    action=AuditAction.TASK_REDELIVERED,
+                    object_type="dataset",
+                    object_id=locked.pk,
+                    dataset_id=locked.pk,
+                    details={"reason": "worker stopped" if stops else "message lost"},
+                )
+                transaction.on_commit(partial(_send_conversion, locked.pk), robust=True)
+        if outcome == "failed":
+            _conversion_failed(
+                dataset_id,
+                "The worker converting this table stopped before finishing, "
+                f"{stops} times (killed or out of memory); it is not tried again.",
+            )
+        outcomes.append((dataset_id, outcome))
+    return outcomes
 
 
 def _conversion_failed(dataset_id: int, reason: str) -> None:

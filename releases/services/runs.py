@@ -45,6 +45,7 @@ from privacy_engine.engines import EngineChoice
 from releases.models import LedgerEntry, NoisyAnswer, Release, ReleaseFile, ReleaseSeries
 from releases.selectors import release_answer_statistics
 from releases.services.audit import AuditAction, audit_record
+from releases.services.datasets import dataset_reap_stale
 from releases.services.heartbeat import Ticker, release_heartbeat
 from releases.services.releases import series_next_version
 from releases.services.storage import local_copy
@@ -530,6 +531,8 @@ def release_reaper_start() -> Ticker:
     def reap() -> None:
         for reaped in release_reap_stale():
             logger.warning("release %s: %s by the reaper", reaped.release_id, reaped.outcome)
+        for dataset_id, outcome in dataset_reap_stale():
+            logger.warning("dataset %s conversion: %s by the reaper", dataset_id, outcome)
 
     ticker = Ticker(
         name="release-reaper",

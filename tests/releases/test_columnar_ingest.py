@@ -2,14 +2,16 @@
 columns (inline when small, in a worker when large), end ready or failed with nothing half-made
 left behind, and every release records how long the worker took."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from releases.models import AuditEvent, Dataset
-from releases.services.datasets import dataset_convert, dataset_create
+from releases.services.datasets import dataset_convert, dataset_create, dataset_reap_stale
 from tests.conftest import (
     CLINIC_CSV,
     CLINIC_SCHEMA,
@@ -298,3 +300,87 @@ def test_a_delivery_that_loses_the_race_leaves_no_table(
     assert dataset.status == "ready"
     assert files_under(settings.PRIVATE_STORAGE_ROOT) == [Path(dataset.table.path)]
     assert AuditEvent.objects.filter(action="dataset.converted").count() == 1
+
+
+def processing_dataset(curator, django_capture_on_commit_callbacks) -> Dataset:
+    with django_capture_on_commit_callbacks(execute=False):
+        return dataset_create(owner=curator, name="Clinic", upload=csv_upload(), budget_epsilon="1")
+
+
+def test_a_conversion_whose_worker_stopped_is_sent_again_and_completes(
+    curator, converts_in_worker, settings, django_capture_on_commit_callbacks
+):
+    # given a conversion claimed by a worker that stopped beating long ago
+    dataset = processing_dataset(curator, django_capture_on_commit_callbacks)
+    long_ago = timezone.now() - timedelta(seconds=10 * settings.RELEASE_STALE_SECONDS)
+    Dataset.objects.filter(pk=dataset.pk).update(heartbeat_at=long_ago)
+
+    # when the reaper runs (and the conversion it sends)
+    with django_capture_on_commit_callbacks(execute=True):
+        outcomes = dataset_reap_stale()
+
+    # then
+    assert outcomes == [(dataset.pk, "redelivered")]
+    dataset.refresh_from_db()
+    assert (dataset.status, dataset.deliveries) == ("ready", 1)
+    event = AuditEvent.objects.get(action="task.redelivered")
+    assert (event.object_type, event.details) == ("dataset", {"reason": "worker stopped"})
+
+
+def test_a_conversion_never_claimed_is_sent_again_when_its_message_was_lost(
+    curator, converts_in_worker, settings, django_capture_on_commit_callbacks
+):
+    # given a conversion queued long ago that no worker ever claimed
+    dataset = processing_dataset(curator, django_capture_on_commit_callbacks)
+    long_ago = timezone.now() - timedelta(seconds=3 * settings.DATASET_CONVERT_TIME_LIMIT)
+    Dataset.objects.filter(pk=dataset.pk).update(queued_at=long_ago)
+
+    # when
+    with django_capture_on_commit_callbacks(execute=True):
+        outcomes = dataset_reap_stale()
+
+    # then
+    assert outcomes == [(dataset.pk, "redelivered")]
+    dataset.refresh_from_db()
+    assert (dataset.status, dataset.deliveries) == ("ready", 0)
+    assert AuditEvent.objects.get(action="task.redelivered").details == {"reason": "message lost"}
+
+
+def test_a_conversion_whose_workers_keep_stopping_fails_and_leaves_no_file(
+    curator, converts_in_worker, settings, django_capture_on_commit_callbacks
+):
+    # given a conversion whose worker stopped for the last allowed time
+    dataset = processing_dataset(curator, django_capture_on_commit_callbacks)
+    long_ago = timezone.now() - timedelta(seconds=10 * settings.RELEASE_STALE_SECONDS)
+    Dataset.objects.filter(pk=dataset.pk).update(
+        heartbeat_at=long_ago, deliveries=settings.RELEASE_MAX_DELIVERIES - 1
+    )
+
+    # when
+    with django_capture_on_commit_callbacks(execute=True):
+        outcomes = dataset_reap_stale()
+
+    # then
+    assert outcomes == [(dataset.pk, "failed")]
+    dataset.refresh_from_db()
+    assert dataset.status == "failed"
+    assert dataset.failure_reason.startswith("The worker converting this table stopped")
+    assert files_under(settings.PRIVATE_STORAGE_ROOT) == []
+
+
+def test_a_fresh_or_beating_conversion_is_left_alone(
+    curator, converts_in_worker, django_capture_on_commit_callbacks
+):
+    # given one conversion just queued and one whose worker beat just now
+    queued = processing_dataset(curator, django_capture_on_commit_callbacks)
+    beating = dataset_create(
+        owner=curator,
+        name="Other",
+        upload=csv_upload(CLINIC_CSV.replace(b"Ann", b"Ana"), "other.csv"),
+        budget_epsilon="1",
+    )
+    Dataset.objects.filter(pk=beating.pk).update(heartbeat_at=timezone.now())
+
+    # when / then
+    assert dataset_reap_stale() == []
+    assert Dataset.objects.get(pk=queued.pk).status == "processing"

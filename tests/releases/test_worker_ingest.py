@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.processes import Stack, api_token, sqlite_env, start_stack, stop
+from tests.processes import Stack, api_token, kill, sqlite_env, start_stack, stop
 
 pytestmark = [pytest.mark.worker]
 
@@ -97,3 +97,53 @@ def test_a_bad_large_upload_fails_in_the_worker_and_leaves_no_file(stack):
     assert failed["failure_reason"] == f"Row {ROWS + 2} has 4 fields but the header has 3."
     private = Path(stack.env["VAR_DIR"]) / "private"
     assert [p for p in private.rglob("*") if p.is_file()] == []
+
+
+BIG_ROWS = 1_000_000
+BIG_TABLE = "patient,age,sex\n" + "".join(
+    f"P{i:07d},{(i * 37) % 90 + 5},{'F' if i % 3 else 'M'}\n" for i in range(BIG_ROWS)
+)
+
+
+@pytest.fixture
+def fast_heartbeat_stack(tmp_path) -> Iterator[Stack]:
+    env = sqlite_env(tmp_path)
+    env.update(
+        {
+            "DATASET_CONVERT_INLINE_BYTES": "1000",
+            "RELEASE_HEARTBEAT_SECONDS": "0.5",
+            "RELEASE_STALE_SECONDS": "3",
+        }
+    )
+    yield from start_stack(env, tmp_path)
+
+
+def test_a_worker_killed_mid_conversion_is_replaced_and_the_table_ends_ready(
+    fast_heartbeat_stack,
+):
+    # given a large upload a worker has started converting
+    stack = fast_heartbeat_stack
+    curator = api_token(stack, "e2e-curator")
+    created = upload(stack, curator, BIG_TABLE, "register")
+    deadline = time.monotonic() + 60
+    while True:
+        detail = requests.get(
+            f"{stack.base_url}/api/v1/datasets/{created['id']}/", headers=curator, timeout=10
+        ).json()
+        if detail["status"] == "processing" and detail["progress"] > 0:
+            break
+        assert detail["status"] == "processing", "converted before the kill: use a larger table"
+        assert time.monotonic() < deadline, stack.logs()
+        time.sleep(0.05)
+
+    # when that worker is killed, and another starts
+    kill(stack.worker)
+    stack.start_worker("worker-2")
+    ready = wait_for(stack, curator, created["id"])
+
+    # then the new worker's reaper sent it again and the table is whole; the killed attempt's
+    # partial file is gone
+    assert ready["status"] == "ready", ready["failure_reason"]
+    assert ready["row_count"] == BIG_ROWS
+    private = Path(stack.env["VAR_DIR"]) / "private"
+    assert [p.suffix for p in private.rglob("*") if p.is_file()] == [".parquet"]
