@@ -16,6 +16,7 @@ again, and a release reads only the columns its statistics use.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,15 +42,37 @@ def number_field(index: int) -> str:
     return f"number:{index}"
 
 
+# Exactly the characters Python's str.strip() removes (those for which str.isspace() is true), so
+# the stored text is what a Python strip would give, computed by Arrow in one pass.
+WHITESPACE = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace())
+
+
+# A value pandas.to_numeric can read starts (after ASCII blanks) with an optional sign and then a
+# digit, a point and a digit, "inf" or "nan" in any case. Values that do not are not numbers, and
+# skipping them spares to_numeric its slow path on text (identifiers, categories).
+NUMBER_START = r"^[ \t\n\x0b\x0c\r]*[+-]?(?:[0-9]|\.[0-9]|(?i:inf|nan))"
+
+
+def read_numbers(strings: pa.Array) -> np.ndarray:
+    """Each raw value read as pandas.to_numeric(errors="coerce") reads it (NaN if not a number)."""
+    candidates = pc.match_substring_regex(strings, NUMBER_START).to_numpy(zero_copy_only=False)
+    numbers = np.full(len(strings), np.nan)
+    if candidates.any():
+        series = pd.Series(strings.filter(pa.array(candidates)).to_pylist(), dtype=object)
+        numbers[candidates] = pd.to_numeric(series, errors="coerce").to_numpy(
+            dtype=float, na_value=np.nan
+        )
+    return numbers
+
+
 def typed_batch(raw_columns: Sequence[Sequence[str]]) -> list[pa.Array]:
     """The stored arrays of one batch of raw string columns: per column, its text then its
     number. The only place raw values become typed ones."""
     arrays: list[pa.Array] = []
     for raw in raw_columns:
-        series = pd.Series(raw, dtype=object)
-        arrays.append(pa.array(series.str.strip(), type=pa.string()))
-        numbers = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-        arrays.append(pa.array(numbers, type=pa.float64()))
+        strings = pa.array(raw, type=pa.string())
+        arrays.append(pc.utf8_trim(strings, characters=WHITESPACE))
+        arrays.append(pa.array(read_numbers(strings), type=pa.float64()))
     return arrays
 
 

@@ -273,3 +273,43 @@ def test_numeric_column_cleaning_matches_the_declared_rules():
 
     # then
     assert cleaned.tolist() == [5.0, 0.0, 4.0, 10.0]
+
+
+NUMBERISH = st.text(
+    alphabet=st.sampled_from(
+        [*list(" \t\n\x0b\x0c\r\xa0+-.,_0123456789eEiInNfFaAtyxP１٣"), "\u2003"]
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.one_of(NUMBERISH, st.text(max_size=8)), min_size=1, max_size=20))
+def test_numbers_are_read_exactly_as_pandas_to_numeric_reads_them(raw):
+    # given
+    import pyarrow as pa
+
+    from privacy_engine.columnar import read_numbers
+
+    expected = pd.to_numeric(pd.Series(raw, dtype=object), errors="coerce").to_numpy(
+        dtype=float, na_value=np.nan
+    )
+
+    # when
+    numbers = read_numbers(pa.array(raw, type=pa.string()))
+
+    # then
+    np.testing.assert_array_equal(numbers, expected)
+
+
+def test_a_number_filter_that_drops_numbers_is_caught(monkeypatch):
+    # given a filter too strict for "+.5" (a deliberately broken one)
+    import pyarrow as pa
+
+    from privacy_engine import columnar
+
+    monkeypatch.setattr(columnar, "NUMBER_START", r"^[0-9]")
+
+    # when / then the comparison above would fail
+    assert np.isnan(columnar.read_numbers(pa.array(["+.5"]))[0])
+    assert pd.to_numeric(pd.Series(["+.5"], dtype=object), errors="coerce")[0] == 0.5
