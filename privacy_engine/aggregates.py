@@ -122,15 +122,22 @@ def _category_state(labels: Labels, request: CategoryCounts) -> np.ndarray:
     return counts.astype(np.int64)
 
 
-def partial(request: Aggregate, table: TypedTable) -> Any:
-    """The request's state on one batch of (contribution-bounded) rows."""
+def partial(
+    request: Aggregate, table: TypedTable, cleaned: dict[tuple, np.ndarray] | None = None
+) -> Any:
+    """The request's state on one batch of (contribution-bounded) rows; ``cleaned`` caches a
+    column's cleaned values for the other requests on the same batch."""
     if isinstance(request, RowCount):
         return table.row_count
     if isinstance(request, CategoryCounts):
         return _category_state(table.labels[request.column], request)
-    values = request.cleaned(table)
+    key = (request.column, request.lower, request.upper, request.fill)
+    cache = cleaned if cleaned is not None else {}
+    if key not in cache:
+        cache[key] = request.cleaned(table)
+    values = cache[key]
     if isinstance(request, GridSum):
-        return exact_sum_state(values)
+        return exact_sum_state(values, grid=request.grid)
     if isinstance(request, PresentCount):
         return len(values)
     counts, _ = np.histogram(values, bins=np.asarray(request.edges, dtype=float))
@@ -164,7 +171,13 @@ def finish(request: Aggregate, state: Any) -> Any:
 
 
 def partials(requests: Sequence[Aggregate], table: TypedTable) -> list[Any]:
-    return [partial(request, table) for request in requests]
+    """Every request's state on one batch; a request asked twice is computed once."""
+    cleaned: dict[tuple, np.ndarray] = {}
+    states: dict[Aggregate, Any] = {}
+    for request in requests:
+        if request not in states:
+            states[request] = partial(request, table, cleaned)
+    return [states[request] for request in requests]
 
 
 def merge_all(requests: Sequence[Aggregate], states: Iterable[list[Any]]) -> list[Any]:
