@@ -160,6 +160,12 @@ DATASET_CONVERT_TIME_LIMIT = env.int("DATASET_CONVERT_TIME_LIMIT", default=3600)
 RELEASE_ENGINE = env.str("RELEASE_ENGINE", default="auto")
 RELEASE_MEMORY_BUDGET_BYTES = env.int("RELEASE_MEMORY_BUDGET_BYTES", default=1024**3)
 DASK_SCHEDULER_ADDRESS = env.str("DASK_SCHEDULER_ADDRESS", default="") or None
+# Public catalog pages and API answers are cached for cookieless clients (releases/public_cache.py)
+# for this long; a new version shows within PUBLIC_CACHE_GENERATION_SECONDS. CACHE_URL picks the
+# cache (default: each process's memory; e.g. redis://127.0.0.1:6379/1 to share one).
+PUBLIC_CACHE_SECONDS = env.int("PUBLIC_CACHE_SECONDS", default=300)
+PUBLIC_CACHE_GENERATION_SECONDS = env.float("PUBLIC_CACHE_GENERATION_SECONDS", default=2.0)
+CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
 # Request bodies other than uploaded files (forms, JSON) Django reads into memory: above the API's
 # own cap (REST_FRAMEWORK["MAX_BODY_BYTES"]), so the API answers its cap in JSON naming "body".
 DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024**2

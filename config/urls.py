@@ -3,13 +3,18 @@ from django.urls import include, path
 
 from accounts import views as account_views
 from releases import curator_views, views
+from releases.public_cache import public_cache
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("accounts/login/", account_views.login_page, name="login"),
     path("accounts/logout/", account_views.logout_page, name="logout"),
-    path("catalog/", views.catalog_list, name="catalog"),
-    path("catalog/<slug:slug>/v<int:version>/", views.catalog_version, name="catalog-version"),
+    path("catalog/", public_cache(views.catalog_list), name="catalog"),
+    path(
+        "catalog/<slug:slug>/v<int:version>/",
+        public_cache(views.catalog_version),
+        name="catalog-version",
+    ),
     path("audit/", views.audit_page, name="audit"),
     path("datasets/", curator_views.dataset_list, name="datasets"),
     path("datasets/new/", curator_views.dataset_upload, name="dataset-upload"),

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from releases.apis import views
+from releases.public_cache import public_cache
 
 urlpatterns = [
     path("auth/token/", views.TokenObtainApi.as_view(), name="api-token"),
@@ -23,10 +24,10 @@ urlpatterns = [
         views.ReleaseSubmitApi.as_view(),
         name="api-release-submit",
     ),
-    path("catalog/", views.CatalogListApi.as_view(), name="api-catalog"),
+    path("catalog/", public_cache(views.CatalogListApi.as_view()), name="api-catalog"),
     path(
         "catalog/<slug:slug>/versions/<int:version>/",
-        views.CatalogVersionApi.as_view(),
+        public_cache(views.CatalogVersionApi.as_view()),
         name="api-catalog-version",
     ),
     path(

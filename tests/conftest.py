@@ -42,6 +42,16 @@ def _celery_eager_in_process(settings):
 
 
 @pytest.fixture(autouse=True)
+def _empty_public_cache():
+    """Each test starts with no cached catalog response (each has its own database)."""
+    from releases.public_cache import public_cache_reset
+
+    public_cache_reset()
+    yield
+    public_cache_reset()
+
+
+@pytest.fixture(autouse=True)
 def _private_dirs(settings, tmp_path):
     settings.PRIVATE_STORAGE_ROOT = tmp_path / "private"
     settings.RELEASE_STORAGE_ROOT = tmp_path / "releases"

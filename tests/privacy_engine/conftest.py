@@ -16,3 +16,8 @@ def _celery_eager_in_process():
 @pytest.fixture(scope="session", autouse=True)
 def _private_dirs():
     """No storage here: the engine reads only the DataFrame it is given."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _empty_public_cache():
+    """No web cache here: the engine serves no pages."""

@@ -1,0 +1,67 @@
+"""Public catalog responses kept in the cache, so the pages everyone reads cost one lookup.
+
+A response is cached only for a request that carries no cookie at all (no session: nobody signed
+in, no flash message) and only if it is a 200 that sets no cookie; its key is the host, the full
+path and the catalog's *generation*, which changes whenever a version is published. The
+generation is read from the database at most every ``PUBLIC_CACHE_GENERATION_SECONDS`` per
+process, so a new version appears on cached pages within that time.
+"""
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable
+from functools import wraps
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db.models import Count, Max
+
+from releases.models import Release
+
+_generation_lock = threading.Lock()
+_generation: dict[str, object] = {"value": None, "read_at": float("-inf")}
+
+
+def catalog_generation() -> str:
+    """How many versions are published, and the latest publication time."""
+    now = time.monotonic()
+    with _generation_lock:
+        if now - _generation["read_at"] < settings.PUBLIC_CACHE_GENERATION_SECONDS:
+            return str(_generation["value"])
+    published = Release.objects.filter(status=Release.Status.PUBLISHED).aggregate(
+        count=Count("pk"), latest=Max("published_at")
+    )
+    value = f"{published['count']}:{published['latest'].isoformat() if published['latest'] else ''}"
+    with _generation_lock:
+        _generation.update(value=value, read_at=now)
+    return value
+
+
+def public_cache(view: Callable) -> Callable:
+    """Serve a cookieless GET of ``view`` from the cache while the catalog is unchanged."""
+
+    @wraps(view)
+    def cached(request, *args, **kwargs):
+        if request.method != "GET" or request.COOKIES or not settings.PUBLIC_CACHE_SECONDS:
+            return view(request, *args, **kwargs)
+        raw = f"{request.get_host()}\n{request.get_full_path()}\n{catalog_generation()}"
+        key = "public:" + hashlib.sha256(raw.encode()).hexdigest()
+        response = cache.get(key)
+        if response is not None:
+            return response
+        response = view(request, *args, **kwargs)
+        if hasattr(response, "render") and not getattr(response, "is_rendered", True):
+            response.render()
+        if response.status_code == 200 and not response.cookies and not response.streaming:
+            cache.set(key, response, settings.PUBLIC_CACHE_SECONDS)
+        return response
+
+    return cached
+
+
+def public_cache_reset() -> None:
+    """Forget every cached response and the generation (tests, or after restoring a database)."""
+    cache.clear()
+    with _generation_lock:
+        _generation.update(value=None, read_at=float("-inf"))
