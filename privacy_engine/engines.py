@@ -155,9 +155,10 @@ class OutOfCoreEngine:
             return f"SELECT {selected} FROM {source}"
         key = _quoted(text_field(index[bound.person_key]))
         return (
-            f"SELECT {selected} FROM (SELECT {selected}, row_number() OVER "
-            f"(PARTITION BY {key} ORDER BY file_row_number) AS person_rank FROM {source}) "
-            f"WHERE {key} <> '' AND person_rank <= {int(bound.per_person)}"
+            f"SELECT {selected} FROM (SELECT {selected}, {key} AS person_key_value, "
+            f"row_number() OVER (PARTITION BY {key} ORDER BY file_row_number) AS person_rank "
+            f"FROM {source}) WHERE person_key_value <> '' "
+            f"AND person_rank <= {int(bound.per_person)}"
         )
 
     def _batches(
@@ -184,9 +185,11 @@ class OutOfCoreEngine:
         self, path: str | Path, requests: Sequence[Aggregate], bound: Bound
     ) -> Aggregated:
         path = str(path)
-        numbers, labels = _columns(requests, bound)
-        index = _check_columns(path, numbers, labels)
-        fields = _fields(numbers, labels, index)
+        # The person key is read by the query's window only: batches carry what requests read.
+        numbers, labels = (sorted(names) for names in needed_columns(requests))
+        keys = [bound.person_key] if bound.person_key is not None else []
+        index = _check_columns(path, numbers, [*labels, *keys])
+        fields = _fields(numbers, labels, index) or _fields([], keys, index)
         if not fields:
             return _count_only(path, requests)
         merged = merge_all(requests, [])
