@@ -76,25 +76,48 @@ _PART_MASK = (1 << _PART_BITS) - 1
 MAX_BATCH_ROWS = 2**34
 
 
+# Values per chunk: bounds the temporaries, keeps a chunk in cache, and keeps every chunk's sum of
+# whole steps (each |k| < 2⁴⁰) within 64-bit integers.
+CHUNK_VALUES = 1 << 22
+# The second grid is this many binary places finer than the first.
+_FINE_PLACES = 40
+
+
 def exact_sum_state(values: np.ndarray, *, grid: float | None = None) -> dict[int, int]:
     """The exact sum of finite floats as {e: S}, meaning Σ S·2^e, with no per-row Python. States
     of parts of a table merge exactly (:func:`merge_sum_states`), in any order, on any machine.
 
-    With the ``grid`` of the values' magnitude (:func:`sum_grid`), each x = g·k + r exactly
-    (k = trunc(x/g): scaling by a power of two is exact; r = x − g·k is a float with |r| < g), the
-    whole steps k are summed in 64-bit integers (|Σk| ≤ 2³⁴·2⁵³/MAX_ROWS per batch) and only the
-    nonzero remainders take the general path: values on the grid, such as whole numbers within
-    bounds below 9·10⁵, cost a few vector operations."""
+    With the ``grid`` g of the values' magnitude (:func:`sum_grid`; |x| ≤ m), each x = g·k + r
+    exactly (k = trunc(x/g): scaling by a power of two is exact; r = x − g·k is a float with
+    |r| < g), and r = h·k' + r' likewise on the grid h = g·2⁻⁴⁰ (|k'| < 2⁴⁰). The whole steps are
+    summed in 64-bit integers chunk by chunk; a value with ulp(x) ≥ h (every |x| ≥ g·2¹², such as
+    amounts in cents) leaves r' = 0, and only the rare nonzero r' take the general path."""
     values = np.asarray(values, dtype=float)
-    if grid is not None and values.size:
-        if values.size > MAX_BATCH_ROWS:
-            raise ValueError(f"a batch holds at most {MAX_BATCH_ROWS} values")
-        whole = np.trunc(values / grid)
-        rest = values - whole * grid
-        steps = int(whole.astype(np.int64).sum())
-        on_grid = {math.frexp(grid)[1] - 1: steps} if steps else {}
-        return merge_sum_states(on_grid, _exponent_sums(rest[rest != 0]))
-    return _exponent_sums(values)
+    if values.size > MAX_BATCH_ROWS:
+        raise ValueError(f"a batch holds at most {MAX_BATCH_ROWS} values")
+    state: dict[int, int] = {}
+    for start in range(0, values.size, CHUNK_VALUES):
+        chunk = values[start : start + CHUNK_VALUES]
+        part = _exponent_sums(chunk) if grid is None else _grid_sums(chunk, grid)
+        state = merge_sum_states(state, part)
+    return state
+
+
+def _grid_sums(values: np.ndarray, grid: float) -> dict[int, int]:
+    if values.size and max(-float(values.min()), float(values.max())) > grid * 2.0**53:
+        raise ValueError("values beyond the magnitude of their grid")
+    state: dict[int, int] = {}
+    rest = values
+    for step in (grid, grid * 2.0**-_FINE_PLACES):
+        if step < 2.0**_MIN_GRID_EXPONENT or not rest.size:
+            break
+        whole = np.trunc(rest / step)
+        rest = rest - whole * step
+        total = int(whole.astype(np.int64).sum())
+        if total:
+            state[math.frexp(step)[1] - 1] = total
+        rest = rest[rest != 0]
+    return merge_sum_states(state, _exponent_sums(rest))
 
 
 def _exponent_sums(values: np.ndarray) -> dict[int, int]:

@@ -1,0 +1,73 @@
+"""Exact sum states (exact_sums.py): whatever the path (grid steps, the finer grid, exponents) and
+however a table is cut into chunks or batches, the state holds the exact rational sum."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from privacy_engine import exact_sums
+from privacy_engine.exact_sums import exact_sum_state, merge_sum_states, sum_grid
+
+
+def exact(state: dict[int, int]) -> Fraction:
+    return sum((Fraction(s) * Fraction(2) ** e for e, s in state.items()), Fraction(0))
+
+
+@st.composite
+def bounded_values(draw):
+    magnitude = draw(st.sampled_from([1e-300, 1e-6, 1.0, 100.0, 2e5, 9e5, 1e15]))
+    values = draw(
+        st.lists(
+            st.floats(min_value=-magnitude, max_value=magnitude, allow_subnormal=True),
+            max_size=40,
+        )
+    )
+    return magnitude, np.array(values, dtype=float)
+
+
+@settings(max_examples=400, deadline=None)
+@given(bounded_values(), st.integers(min_value=1, max_value=7))
+def test_every_path_and_chunking_holds_the_exact_sum(case, chunk):
+    # given values within their grid's magnitude, cut into chunks of ``chunk`` values
+    magnitude, values = case
+    truth = sum((Fraction(v) for v in values.tolist()), Fraction(0))
+
+    # when
+    original, exact_sums.CHUNK_VALUES = exact_sums.CHUNK_VALUES, chunk
+    try:
+        on_grid = exact_sum_state(values, grid=sum_grid(magnitude))
+        by_exponent = exact_sum_state(values)
+        halves = merge_sum_states(
+            exact_sum_state(values[: len(values) // 2], grid=sum_grid(magnitude)),
+            exact_sum_state(values[len(values) // 2 :]),
+        )
+    finally:
+        exact_sums.CHUNK_VALUES = original
+
+    # then
+    assert exact(on_grid) == exact(by_exponent) == exact(halves) == truth
+
+
+def test_values_beyond_their_grids_magnitude_are_refused():
+    with pytest.raises(ValueError, match="beyond the magnitude"):
+        exact_sum_state(np.array([1e300]), grid=sum_grid(1.0))
+
+
+def test_a_dropped_chunk_is_caught(monkeypatch):
+    # given a chunked sum that loses its last chunk (a deliberately broken one)
+    values = np.arange(10, dtype=float)
+    monkeypatch.setattr(exact_sums, "CHUNK_VALUES", 3)
+    real = exact_sums._grid_sums
+    calls = []
+
+    def losing(chunk, grid):
+        calls.append(1)
+        return real(chunk, grid) if len(calls) < 4 else {}
+
+    monkeypatch.setattr(exact_sums, "_grid_sums", losing)
+
+    # when / then the comparison above would fail
+    assert exact(exact_sum_state(values, grid=sum_grid(10.0))) != 45
