@@ -98,7 +98,7 @@ def needed_columns(requests: Iterable[Aggregate]) -> tuple[set[str], set[str]]:
 
 def _category_state(labels: Labels, request: CategoryCounts) -> np.ndarray:
     buckets = list(request.buckets)
-    categories = pa.array(list(request.categories), type=pa.string())
+    categories = pa.array(list(request.categories), type=labels.dictionary.type)
     bucket_of_value = (
         pc.fill_null(pc.index_in(labels.dictionary, value_set=categories), -1)
         .to_numpy(zero_copy_only=False)

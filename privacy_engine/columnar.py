@@ -162,11 +162,27 @@ class TypedTable:
 
 
 def labels_of(column: pa.ChunkedArray) -> Labels:
-    """Codes and a dictionary of distinct values, whatever encoding each chunk came in."""
-    if not pa.types.is_dictionary(column.type):
-        column = pc.dictionary_encode(column)
+    """Codes and a dictionary of distinct values, whatever encoding each chunk came in.
+
+    Few distinct values (categories): the chunks' small dictionaries are unified. Many (person
+    keys): the values are encoded once, whole, which is cheaper than unifying large dictionaries
+    and distinct by construction."""
     if column.num_chunks == 0:
-        return Labels(codes=np.zeros(0, dtype=np.int32), dictionary=pa.array([], pa.string()))
+        return Labels(codes=np.zeros(0, dtype=np.int64), dictionary=pa.array([], pa.string()))
+    if pa.types.is_dictionary(column.type):
+        if 4 * sum(len(chunk.dictionary) for chunk in column.chunks) <= len(column):
+            return _unified(column)
+        column = pa.chunked_array([chunk.dictionary_decode() for chunk in column.chunks])
+    # large_string: the whole column may hold more than 2 GiB of text.
+    whole = column.cast(pa.large_string()).combine_chunks()
+    encoded = pc.dictionary_encode(whole)
+    return Labels(
+        codes=encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False),
+        dictionary=encoded.dictionary,
+    )
+
+
+def _unified(column: pa.ChunkedArray) -> Labels:
     column = column.unify_dictionaries()
     dictionary = column.chunk(0).dictionary
     codes = np.concatenate(
