@@ -20,6 +20,7 @@ import gc
 import io
 import itertools
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,7 +29,6 @@ from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from privacy_engine.columnar import ColumnarWriter, text_field
 
@@ -255,9 +255,29 @@ class _ColumnProfile:
         return "text"
 
 
+# Memory DuckDB may use to count a column's distinct values before spilling to disk.
+DISTINCT_MEMORY_LIMIT = "256MB"
+
+
 def _distinct_present(path: str | Path, index: int) -> int:
-    column = pq.read_table(str(path), columns=[text_field(index)]).column(0)
-    return pc.count_distinct(pc.filter(column, pc.not_equal(column, ""))).as_py()
+    """Distinct present values of a stored column, counted by DuckDB in bounded memory (a column
+    of ten million identifiers would otherwise be hashed whole in this process)."""
+    import duckdb
+
+    field = text_field(index).replace('"', '""')
+    source = str(path).replace("'", "''")
+    with tempfile.TemporaryDirectory() as spill:
+        connection = duckdb.connect(
+            config={"memory_limit": DISTINCT_MEMORY_LIMIT, "temp_directory": spill, "threads": 2}
+        )
+        try:
+            (count,) = connection.execute(
+                f"SELECT count(DISTINCT \"{field}\") FROM read_parquet('{source}') "
+                f"WHERE \"{field}\" <> ''"
+            ).fetchone()
+        finally:
+            connection.close()
+    return int(count)
 
 
 @contextmanager
