@@ -53,24 +53,39 @@ WHITESPACE = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace
 NUMBER_START = r"^[ \t\n\x0b\x0c\r]*[+-]?(?:[0-9]|\.[0-9]|(?i:inf|nan))"
 
 
+# Plain decimals ("-12.5", "3e-7"): Arrow parses these to the correctly rounded double, as
+# pandas.to_numeric does (both checked against Python's float() by a property test), and without
+# a Python object per value.
+PLAIN_DECIMAL = r"^-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
+
+
 def read_numbers(strings: pa.Array) -> np.ndarray:
     """Each raw value read as pandas.to_numeric(errors="coerce") reads it (NaN if not a number)."""
     candidates = pc.match_substring_regex(strings, NUMBER_START).to_numpy(zero_copy_only=False)
     numbers = np.full(len(strings), np.nan)
-    if candidates.any():
-        series = pd.Series(strings.filter(pa.array(candidates)).to_pylist(), dtype=object)
-        numbers[candidates] = pd.to_numeric(series, errors="coerce").to_numpy(
+    if not candidates.any():
+        return numbers
+    plain = pc.match_substring_regex(strings, PLAIN_DECIMAL).to_numpy(zero_copy_only=False)
+    if plain.any():
+        try:
+            numbers[plain] = pc.cast(strings.filter(pa.array(plain)), pa.float64()).to_numpy()
+        except pa.ArrowInvalid:  # e.g. an exponent beyond the float range: pandas decides
+            plain[:] = False
+    rest = candidates & ~plain
+    if rest.any():
+        series = pd.Series(strings.filter(pa.array(rest)).to_pylist(), dtype=object)
+        numbers[rest] = pd.to_numeric(series, errors="coerce").to_numpy(
             dtype=float, na_value=np.nan
         )
     return numbers
 
 
-def typed_batch(raw_columns: Sequence[Sequence[str]]) -> list[pa.Array]:
+def typed_batch(raw_columns: Sequence[Sequence[str] | pa.Array]) -> list[pa.Array]:
     """The stored arrays of one batch of raw string columns: per column, its text then its
     number. The only place raw values become typed ones."""
     arrays: list[pa.Array] = []
     for raw in raw_columns:
-        strings = pa.array(raw, type=pa.string())
+        strings = raw if isinstance(raw, pa.Array) else pa.array(raw, type=pa.string())
         arrays.append(pc.utf8_trim(strings, characters=WHITESPACE))
         arrays.append(pa.array(read_numbers(strings), type=pa.float64()))
     return arrays
@@ -98,8 +113,9 @@ class ColumnarWriter:
         self._schema = _arrow_schema(self.names)
         self._writer = pq.ParquetWriter(str(self.path), self._schema, compression="snappy")
 
-    def write(self, raw_columns: Sequence[Sequence[str]]) -> list[pa.Array]:
-        """Append one batch: one sequence of raw strings per column, all of the same length.
+    def write(self, raw_columns: Sequence[Sequence[str] | pa.Array]) -> list[pa.Array]:
+        """Append one batch: one sequence (or Arrow string array) of raw strings per column, all
+        of the same length.
         Returns the arrays written (per column, its text then its number)."""
         if len(raw_columns) != len(self.names):
             raise ValueError("one sequence of values per column")

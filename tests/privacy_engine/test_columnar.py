@@ -283,7 +283,7 @@ NUMBERISH = st.text(
 )
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(st.lists(st.one_of(NUMBERISH, st.text(max_size=8)), min_size=1, max_size=20))
 def test_numbers_are_read_exactly_as_pandas_to_numeric_reads_them(raw):
     # given
@@ -313,3 +313,27 @@ def test_a_number_filter_that_drops_numbers_is_caught(monkeypatch):
     # when / then the comparison above would fail
     assert np.isnan(columnar.read_numbers(pa.array(["+.5"]))[0])
     assert pd.to_numeric(pd.Series(["+.5"], dtype=object), errors="coerce")[0] == 0.5
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.from_regex(r"-?([0-9]{1,25}\.?[0-9]{0,25}|\.[0-9]{1,25})([eE][+-]?[0-9]{1,3})?",
+                      fullmatch=True),
+        min_size=1, max_size=20,
+    )
+)  # fmt: skip
+def test_plain_decimals_read_by_arrow_are_the_correctly_rounded_doubles(raw):
+    # given
+    import pyarrow as pa
+
+    from privacy_engine.columnar import read_numbers
+
+    # when
+    numbers = read_numbers(pa.array(raw, type=pa.string()))
+
+    # then Python's float() (correctly rounded) and pandas agree with it
+    np.testing.assert_array_equal(numbers, [float(value) for value in raw])
+    np.testing.assert_array_equal(
+        numbers, pd.to_numeric(pd.Series(raw, dtype=object), errors="coerce").to_numpy(float)
+    )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -299,3 +300,74 @@ def test_a_table_written_with_a_dialect_reads_back_the_same_cells_with_it(table)
     assert list(parsed.frame.columns) == header
     assert cells(parsed) == [[cell.strip() for cell in row] for row in rows]
     assert parsed.dialect == dialect
+
+
+# --- the fast parser reads exactly what the csv module reads ------------------------------------
+
+
+def converted(raw: bytes, *, fast: bool, dialect=None):
+    """What converting ``raw`` gives: the stored cells, columns and dialect, or the refusal."""
+    with tempfile.TemporaryDirectory() as folder:
+        source, target = Path(folder, "t.csv"), Path(folder, "t.parquet")
+        source.write_bytes(raw)
+        try:
+            result = table_convert(source, target, dialect=dialect, fast=fast)
+        except TableError as error:
+            return ("refused", str(error))
+        return (stored_cells(str(target)), result.columns, result.dialect)
+
+
+FAST_ALPHABET = st.sampled_from(
+    [",", ";", '"', "'", "\r", "\n", "\r\n", " ", "a", "1", "-", ".", "é", "\ufeff", "\t", "\x1c"]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(FAST_ALPHABET, max_size=120).map(lambda parts: ("a,b\n" + "".join(parts)).encode()),
+)
+def test_the_fast_parser_and_the_csv_module_give_the_same_table_or_refusal(raw):
+    assert converted(raw, fast=True) == converted(raw, fast=False)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(written_tables())
+def test_the_fast_parser_reads_written_tables_as_the_csv_module_does(table):
+    raw, dialect, _, _ = table
+    assert converted(raw, fast=True, dialect=dialect) == converted(raw, fast=False, dialect=dialect)
+
+
+def test_a_large_clean_table_is_read_by_the_fast_parser(monkeypatch):
+    # given a table with quoted fields and no empty line
+    raw = b"name,note\n" + b"".join(b'P%d,"a, b ""%d"""\n' % (i, i) for i in range(50_000))
+    calls = []
+    real = tables._fast_batches
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        yield from real(*args, **kwargs)
+
+    monkeypatch.setattr(tables, "_fast_batches", counting)
+
+    # when
+    fast = converted(raw, fast=True)
+
+    # then the fast parser was used, and gave what the csv module gives
+    assert calls == [1]
+    assert fast == converted(raw, fast=False)
+    assert fast[0][1] == ["P1", 'a, b "1"']
+
+
+def test_a_fast_parser_that_misreads_quotes_is_caught(monkeypatch):
+    # given a fast parser that keeps quotes doubled (a deliberately broken one)
+    real = tables._fast_batches
+
+    def doubled(*args, **kwargs):
+        for columns in real(*args, **kwargs):
+            yield [pc.replace_substring(column, '"', '""') for column in columns]
+
+    monkeypatch.setattr(tables, "_fast_batches", doubled)
+    raw = b'a,b\n"x ""y""",2\n'
+
+    # when / then the comparison above would fail
+    assert converted(raw, fast=True) != converted(raw, fast=False)
