@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from privacy_engine.aggregates import (
@@ -44,6 +46,8 @@ from privacy_engine.columnar import (
     text_field,
 )
 
+# The out-of-core query's column of person keys (no stored field has this name).
+PERSON_KEY_COLUMN = "person_key_value"
 # Rows per batch the out-of-core engine computes at once.
 STREAM_BATCH_ROWS = 1_000_000
 
@@ -129,9 +133,41 @@ def _typed_batch(
     )
 
 
+class _RunningRank:
+    """Contribution bounding over rows sorted by person key, then by file order, batch by batch:
+    a row is kept while fewer than ``per_person`` rows of its person came before it. The count of
+    the last person of a batch carries over to the next batch."""
+
+    def __init__(self, per_person: int) -> None:
+        self.per_person = per_person
+        self.last_key: str | None = None
+        self.last_count = 0
+
+    def keep(self, keys: pa.Array) -> np.ndarray:
+        size = len(keys)
+        if size == 0:
+            return np.zeros(0, dtype=bool)
+        new_run = np.empty(size, dtype=bool)
+        new_run[0] = self.last_key is None or keys[0].as_py() != self.last_key
+        if size > 1:
+            new_run[1:] = pc.not_equal(keys.slice(1), keys.slice(0, size - 1)).to_numpy(
+                zero_copy_only=False
+            )
+        positions = np.arange(size)
+        rank = positions - np.maximum.accumulate(np.where(new_run, positions, 0))
+        starts = np.flatnonzero(new_run)
+        continued = starts[0] if starts.size else size
+        rank[:continued] += self.last_count
+        self.last_count = size - starts[-1] if starts.size else self.last_count + size
+        self.last_key = keys[size - 1].as_py()
+        return rank < self.per_person
+
+
 class OutOfCoreEngine:
-    """DuckDB over the Parquet file, in batches, within ``memory_limit_bytes`` (DuckDB spills its
-    window to ``spill_directory``); peak memory stays near one batch plus DuckDB's limit."""
+    """DuckDB over the Parquet file, in batches, within ``memory_limit_bytes``; peak memory stays
+    near one batch plus DuckDB's limit. With a person key, DuckDB sorts the rows by key and file
+    order (its external sort spills to ``spill_directory``) and :class:`_RunningRank` keeps each
+    person's first rows as the sorted batches stream past."""
 
     name = "out_of_core"
 
@@ -144,7 +180,8 @@ class OutOfCoreEngine:
         batch_rows: int = STREAM_BATCH_ROWS,
     ) -> None:
         self.memory_limit_bytes = memory_limit_bytes
-        self.threads = threads or os.cpu_count() or 1
+        # DuckDB needs some memory per thread: fewer threads under a small limit, not a failure.
+        self.threads = max(1, min(threads or os.cpu_count() or 1, memory_limit_bytes // (32 << 20)))
         self.spill_directory = spill_directory
         self.batch_rows = batch_rows
 
@@ -155,10 +192,8 @@ class OutOfCoreEngine:
             return f"SELECT {selected} FROM {source}"
         key = _quoted(text_field(index[bound.person_key]))
         return (
-            f"SELECT {selected} FROM (SELECT {selected}, {key} AS person_key_value, "
-            f"row_number() OVER (PARTITION BY {key} ORDER BY file_row_number) AS person_rank "
-            f"FROM {source}) WHERE person_key_value <> '' "
-            f"AND person_rank <= {int(bound.per_person)}"
+            f"SELECT {key} AS {PERSON_KEY_COLUMN}, {selected} FROM {source} "
+            f"WHERE {key} <> '' ORDER BY {key}, file_row_number"
         )
 
     def _batches(
@@ -195,6 +230,7 @@ class OutOfCoreEngine:
         merged = merge_all(requests, [])
         reading = computing = 0.0
         batches = self._batches(path, bound, fields, index)
+        ranks = _RunningRank(bound.per_person) if bound.person_key is not None else None
         while True:
             started = time.perf_counter()
             batch = next(batches, None)
@@ -202,6 +238,9 @@ class OutOfCoreEngine:
             if batch is None:
                 break
             started = time.perf_counter()
+            if ranks is not None:
+                keep = ranks.keep(batch.column(PERSON_KEY_COLUMN))
+                batch = batch.filter(pa.array(keep))
             typed = _typed_batch(batch, numbers, labels, index)
             # Batches come bounded by the query; merge each as it comes, keeping one state.
             merged = merge_all(requests, [merged, partials(requests, typed)])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -165,12 +166,9 @@ def test_a_distributed_engine_that_loses_a_partition_is_caught(stored, cluster_c
 
 
 def test_an_out_of_core_engine_without_the_person_bound_is_caught(stored, monkeypatch):
-    # given an out-of-core engine whose query forgets to bound contributions
-    real_query = OutOfCoreEngine._query
+    # given an out-of-core engine whose running rank keeps every row (a broken bound)
     monkeypatch.setattr(
-        OutOfCoreEngine,
-        "_query",
-        lambda self, path, bound, fields, index: real_query(self, path, Bound(), fields, index),
+        engines._RunningRank, "keep", lambda self, keys: np.ones(len(keys), dtype=bool)
     )
 
     # when / then
@@ -201,3 +199,34 @@ def test_a_release_says_which_engine_computed_it(stored):
 
     assert result.engine == "out_of_core"
     assert set(result.timings) == {"read_s", "compute_s", "noise_s"}
+
+
+def test_out_of_core_bounding_under_a_small_memory_limit_spills_rather_than_fails(tmp_path):
+    # given 600,000 rows of 50,000 persons, and a limit far below what holding them takes
+    rows = 600_000
+    path = tmp_path / "big.parquet"
+    with ColumnarWriter(path, ["person", "amount"]) as writer:
+        for start in range(0, rows, 100_000):
+            numbers = range(start, start + 100_000)
+            writer.write(
+                [[f"person-{n % 50_000:06d}" for n in numbers], [str(n % 97) for n in numbers]]
+            )
+    plan = plan_release(
+        schema={
+            "columns": {"amount": {"kind": "numeric", "lower": 0, "upper": 100}},
+            "person_key": "person",
+            "max_rows_per_person": 7,
+        },
+        definition=DEFINITION,
+        queries=[{"kind": "count"}, {"kind": "sum", "column": "amount"}],
+    )
+    flat = [request for wanted in _plan_requests(plan) for request in wanted]
+
+    # when
+    streamed = OutOfCoreEngine(memory_limit_bytes=64 << 20, threads=4).aggregate(
+        path, flat, _bound(plan.schema)
+    )
+
+    # then
+    assert streamed.answers == InProcessEngine().aggregate(path, flat, _bound(plan.schema)).answers
+    assert streamed.answers[0] == 50_000 * 7
