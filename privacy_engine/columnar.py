@@ -56,6 +56,7 @@ NUMBER_START = r"^[ \t\n\x0b\x0c\r]*[+-]?(?:[0-9]|\.[0-9]|(?i:inf|nan))"
 # Plain decimals ("-12.5", "3e-7"): Arrow parses these to the correctly rounded double, as
 # pandas.to_numeric does (both checked against Python's float() by a property test), and without
 # a Python object per value.
+PLAIN_DIGITS = 4300
 PLAIN_DECIMAL = r"^-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 
 
@@ -65,11 +66,15 @@ def read_numbers(strings: pa.Array) -> np.ndarray:
     numbers = np.full(len(strings), np.nan)
     if not candidates.any():
         return numbers
-    plain = pc.match_substring_regex(strings, PLAIN_DECIMAL).to_numpy(zero_copy_only=False)
+    # Up to PLAIN_DIGITS characters: pandas (through Python's int) reads no longer whole number.
+    plain = pc.and_(
+        pc.match_substring_regex(strings, PLAIN_DECIMAL),
+        pc.less_equal(pc.utf8_length(strings), PLAIN_DIGITS),
+    ).to_numpy(zero_copy_only=False)
     if plain.any():
         try:
             numbers[plain] = pc.cast(strings.filter(pa.array(plain)), pa.float64()).to_numpy()
-        except pa.ArrowInvalid:  # e.g. an exponent beyond the float range: pandas decides
+        except pa.ArrowInvalid:  # not seen for plain decimals; should it happen, pandas decides
             plain[:] = False
     rest = candidates & ~plain
     if rest.any():

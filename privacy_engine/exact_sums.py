@@ -104,7 +104,10 @@ def exact_sum_state(values: np.ndarray, *, grid: float | None = None) -> dict[in
 
 
 def _grid_sums(values: np.ndarray, grid: float) -> dict[int, int]:
-    if values.size and max(-float(values.min()), float(values.max())) > grid * 2.0**53:
+    # The grid's contract (sum_grid): |x| ≤ m with m/g within _STEPS_PER_VALUE. NaN fails too.
+    if values.size and not (
+        max(-float(values.min()), float(values.max())) <= grid * float(_STEPS_PER_VALUE)
+    ):
         raise ValueError("values beyond the magnitude of their grid")
     state: dict[int, int] = {}
     rest = values
@@ -127,6 +130,8 @@ def _exponent_sums(values: np.ndarray) -> dict[int, int]:
         return {}
     if values.size > MAX_BATCH_ROWS:
         raise ValueError(f"a batch holds at most {MAX_BATCH_ROWS} values")
+    if not np.isfinite(values).all():
+        raise ValueError("an exact sum takes finite values only")
     fraction, exponent = np.frexp(values)
     mantissa = np.ldexp(fraction, 53).astype(np.int64)
     exponent = exponent.astype(np.int64) - 53

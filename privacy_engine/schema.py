@@ -120,6 +120,13 @@ class CategoricalColumn:
             )
         if len(set(self.categories)) != len(self.categories):
             raise EngineValidationError.single("categories", "categories must be distinct")
+        # An empty value is a missing one: as a label it would only ever count missing values.
+        if "" in self.categories:
+            raise EngineValidationError.single(
+                "categories", "a category cannot be empty (empty values are missing: use fill)"
+            )
+        if self.other == "":
+            raise EngineValidationError.single("other", "name the other bucket")
         if self.other is not None and self.other in self.categories:
             raise EngineValidationError.single("other", "the other bucket must not be a category")
         allowed = (*self.categories, *((self.other,) if self.other is not None else ()))

@@ -71,3 +71,22 @@ def test_a_dropped_chunk_is_caught(monkeypatch):
 
     # when / then the comparison above would fail
     assert exact(exact_sum_state(values, grid=sum_grid(10.0))) != 45
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_non_finite_value_is_refused_on_every_path(bad):
+    with pytest.raises(ValueError, match="finite"):
+        exact_sum_state(np.array([1.0, bad]))
+    with pytest.raises(ValueError, match="beyond the magnitude"):
+        exact_sum_state(np.array([1.0, bad]), grid=sum_grid(1.0))
+
+
+def test_many_values_at_the_edge_of_their_grid_are_refused_not_overflowed():
+    # given values just beyond what the grid's contract allows (found by review: 4096 values of
+    # g·2⁵² used to overflow the chunk's integer sum and give 0)
+    grid = sum_grid(1.0)
+    values = np.full(4096, grid * 2.0**52)
+
+    # when / then
+    with pytest.raises(ValueError, match="beyond the magnitude"):
+        exact_sum_state(values, grid=grid)

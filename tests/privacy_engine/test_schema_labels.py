@@ -1,0 +1,19 @@
+"""Category labels: every declared label can hold records other than missing ones."""
+
+import pytest
+
+from privacy_engine import EngineValidationError, schema_from_dict
+
+
+@pytest.mark.parametrize(
+    ("column", "field"),
+    [
+        ({"kind": "categorical", "categories": ["a", ""]}, "categories"),
+        ({"kind": "categorical", "categories": ["a"], "other": ""}, "other"),
+    ],
+)
+def test_an_empty_category_or_other_label_is_refused_naming_the_field(column, field):
+    # (found by review: "" only ever counted missing values, or published an unnamed cell)
+    with pytest.raises(EngineValidationError) as raised:
+        schema_from_dict({"columns": {"c": column}})
+    assert list(raised.value.errors) == [f"columns.c.{field}"]
