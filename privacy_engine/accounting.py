@@ -10,9 +10,8 @@ differential-privacy ledger (their neighbours are weaker), and two Blowfish poli
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, Decimal
+from decimal import ROUND_CEILING, Decimal, localcontext
 from typing import Any
 
 from privacy_engine.definitions import ApproxDP, Blowfish, Definition, PureDP
@@ -81,9 +80,12 @@ def ledger_delta(value: Decimal) -> Decimal:
     places (a no-op unless δ < 10⁻¹⁶). Never smaller than ``value``."""
     if value == 0:
         return value
-    significant = Decimal(1).scaleb(value.adjusted() - DELTA_SIGNIFICANT_DIGITS + 1)
-    rounded = value.quantize(significant, rounding=ROUND_CEILING)
-    return rounded.quantize(DELTA_PLACES, rounding=ROUND_CEILING).normalize()
+    # Enough digits for any δ below 10¹² at 30 places: the default 28 would raise on δ ≥ 0.01.
+    with localcontext() as context:
+        context.prec = 100
+        significant = Decimal(1).scaleb(value.adjusted() - DELTA_SIGNIFICANT_DIGITS + 1)
+        rounded = value.quantize(significant, rounding=ROUND_CEILING)
+        return rounded.quantize(DELTA_PLACES, rounding=ROUND_CEILING).normalize()
 
 
 def ledger_charge(
@@ -110,7 +112,12 @@ def ledger_charge(
     if isinstance(definition, PureDP):
         return _ceil(2 * epsilon), Decimal(0)
     if isinstance(definition, ApproxDP):
-        # Remove then add: e^ε(e^ε·P + δ) + δ = e^{2ε}·P + (1 + e^ε)·δ.
-        factor = Decimal(1 + math.exp(float(epsilon)))
-        return _ceil(2 * epsilon), ledger_delta(factor * delta)
+        # Remove then add: e^ε(e^ε·P + δ) + δ = e^{2ε}·P + (1 + e^ε)·δ. e^ε in 60 digits
+        # (correctly rounded to nearest), plus one unit in its last place so the factor is never
+        # below the true one; ledger_delta then rounds the product up.
+        with localcontext() as context:
+            context.prec = 60
+            factor = 1 + epsilon.exp() + Decimal(1).scaleb(-55)
+            charge = factor * delta
+        return _ceil(2 * epsilon), ledger_delta(charge)
     raise TypeError(f"unsupported definition {definition!r}")

@@ -104,6 +104,10 @@ def _validate_against_schema(query: Query, schema: Schema) -> None:
     if isinstance(query, Count):
         return
     if isinstance(query, Sum) and query.columns:
+        # Checked here too, for queries built in Python: a repeated column would count twice in
+        # the vector but once in its sensitivity.
+        if len(set(query.columns)) != len(query.columns):
+            raise EngineValidationError.single("columns", "must be a list of distinct names")
         for name in query.columns:
             if not isinstance(schema.columns.get(name), NumericColumn):
                 raise EngineValidationError.single("columns", f"'{name}' is not a numeric column")

@@ -8,6 +8,8 @@ is a removal plus an addition. Blowfish never goes on a DP ledger, and two polic
 from decimal import Decimal, localcontext
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from privacy_engine import (
     ApproxDP,
@@ -232,3 +234,31 @@ def test_blowfish_ledger_accepts_the_same_partition_listed_in_another_order():
 
     # then
     assert charged == (Decimal("0.5"), Decimal(0))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    epsilon=st.integers(min_value=1, max_value=20_000).map(lambda k: Decimal(k) / 1000),
+    delta=st.sampled_from([Decimal("1e-12"), Decimal("0.000001"), Decimal("0.01"), Decimal("0.2")]),
+)
+def test_a_dp_release_on_a_blowfish_ledger_is_never_charged_less_than_its_remove_add_cost(
+    epsilon, delta
+):
+    # given (found by review: δ ≥ 0.01 raised InvalidOperation, a 500 at submission, and the
+    # float e^ε could round the charge down)
+    ledger = BLOWFISH_LEDGER
+
+    # when
+    charged_epsilon, charged_delta = ledger_charge(
+        definition=ApproxDP(epsilon=float(epsilon), delta=float(delta)),
+        epsilon=epsilon,
+        delta=delta,
+        ledger=ledger,
+    )
+
+    # then (1 + e^ε)·δ, computed here to 80 digits, is covered
+    with localcontext() as context:
+        context.prec = 80
+        needed = (1 + epsilon.exp()) * delta
+    assert charged_delta >= needed
+    assert charged_epsilon >= 2 * epsilon

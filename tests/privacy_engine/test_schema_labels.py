@@ -17,3 +17,16 @@ def test_an_empty_category_or_other_label_is_refused_naming_the_field(column, fi
     with pytest.raises(EngineValidationError) as raised:
         schema_from_dict({"columns": {"c": column}})
     assert list(raised.value.errors) == [f"columns.c.{field}"]
+
+
+def test_a_vector_sum_built_in_python_with_a_repeated_column_is_refused():
+    # (found by review: Sum(columns=("a", "a")) planned with the sensitivity of one column)
+    from privacy_engine import Sum, plan_release
+
+    with pytest.raises(EngineValidationError) as raised:
+        plan_release(
+            schema={"columns": {"a": {"kind": "numeric", "lower": 0, "upper": 100}}},
+            definition={"kind": "pure_dp", "epsilon": 1.0},
+            queries=[Sum(columns=("a", "a"))],
+        )
+    assert "queries.0.columns" in raised.value.errors
