@@ -3,10 +3,18 @@
 Each mechanism wraps an OpenDP ``Measurement``; ``epsilon_spent`` is what the measurement's own
 privacy map reports for the declared sensitivity, and it is what the ledger is charged. The scale is
 nudged up, never down, if floating-point rounding would make the map exceed the ε asked for.
+
+Calibration (finding the scale, then reading the map) is a pure function of the mechanism's input
+space, sensitivity, ε and δ: OpenDP's constructors, maps and binary search are deterministic. It is
+memoized, so statistics that share those numbers, in one plan or in the many plans of a preview's
+accuracy chart, search once. The cache holds numbers only: every mechanism builds its own
+measurement from the cached scale, and OpenDP draws fresh noise on every call of a measurement, so
+nothing that touches noise is shared.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -18,13 +26,103 @@ from privacy_engine.noise import DEFAULT_NOISE, NoiseSource
 
 dp.enable_features("contrib")
 
+# Distinct calibrations kept per process (each entry is a few floats). A 100-statistic draft's
+# accuracy chart needs a few per ε on its grid; this keeps many drafts' worth.
+CALIBRATION_CACHE_SIZE = 8192
 
-def _calibrate(build: Any, d_in: Any, scale: float, epsilon: float) -> tuple[Any, float]:
-    measurement = build(scale)
-    while measurement.map(d_in) > epsilon:
+# A mechanism's ``space`` is what it takes: an "integer" vector (counts, histogram cells), a
+# "vector" of reals (several sums answered together) or one "scalar" real (a sum). OpenDP's
+# domains and metrics are immutable descriptions, built once per process and used by every
+# measurement of that space.
+
+
+@functools.cache
+def _laplace_space(space: str) -> tuple[Any, Any]:
+    if space == "integer":
+        return dp.vector_domain(dp.atom_domain(T=dp.i64)), dp.l1_distance(T=dp.i64)
+    if space == "vector":
+        return dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float)
+    return dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float)
+
+
+@functools.cache
+def _gaussian_space(space: str) -> tuple[Any, Any]:
+    if space == "integer":
+        return dp.vector_domain(dp.atom_domain(T=dp.i64)), dp.l2_distance(T=dp.i64)
+    if space == "vector":
+        return dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float)
+    return dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float)
+
+
+def laplace_measurement(space: str, scale: float) -> Any:
+    """OpenDP's Laplace measurement (discrete on ``"integer"`` vectors) at noise scale b."""
+    return dp.m.make_laplace(*_laplace_space(space), scale=scale)
+
+
+def gaussian_measurement(space: str, scale: float, delta: float) -> Any:
+    """OpenDP's Gaussian measurement (discrete on ``"integer"`` vectors) at noise scale σ, its
+    zCDP profile converted to (ε, δ) at the fixed ``delta``."""
+    gaussian = dp.m.make_gaussian(*_gaussian_space(space), scale=scale)
+    return dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(gaussian), delta)
+
+
+@functools.lru_cache(maxsize=CALIBRATION_CACHE_SIZE, typed=True)
+def laplace_calibration(
+    space: str, sensitivity: int | float, epsilon: float
+) -> tuple[float, float]:
+    """``(scale, epsilon_spent)``: b = S/ε, nudged up one float at a time while OpenDP's map of
+    the measurement at b exceeds ``epsilon``, and that map. ``sensitivity`` is L1 (an int for
+    ``"integer"`` answers); ``epsilon`` is this mechanism's own ε. Memoized (pure)."""
+    scale = sensitivity / epsilon
+    measurement = laplace_measurement(space, scale)
+    while measurement.map(sensitivity) > epsilon:
         scale = math.nextafter(scale, math.inf)
-        measurement = build(scale)
-    return measurement, scale
+        measurement = laplace_measurement(space, scale)
+    return scale, float(measurement.map(sensitivity))
+
+
+@functools.lru_cache(maxsize=CALIBRATION_CACHE_SIZE, typed=True)
+def gaussian_calibration(
+    space: str, sensitivity: int | float, epsilon: float, delta: float
+) -> tuple[float, float, float]:
+    """``(scale, epsilon_spent, delta_spent)``: the σ OpenDP's binary search finds for an
+    (ε, δ)-close Gaussian at L2 ``sensitivity`` (an int for ``"integer"`` answers), and the
+    measurement's map at that σ. ``epsilon`` and ``delta`` are this mechanism's own shares.
+    Memoized (pure): each search costs dozens of evaluations of OpenDP's zCDP-to-(ε, δ)
+    conversion, milliseconds each."""
+
+    def build(scale: float) -> Any:
+        return gaussian_measurement(space, scale, delta)
+
+    # Bracket σ with zCDP facts: the converted ε is at least ρ (so ρ ≤ ε), and
+    # ρ + 2√(ρ·ln(1/δ)) ≤ ε is always enough. Bounds keep OpenDP's search from overflowing.
+    log_inverse_delta = math.log(1.0 / delta)
+    rho_low = (math.sqrt(log_inverse_delta + epsilon) - math.sqrt(log_inverse_delta)) ** 2
+    lower = float(sensitivity) / math.sqrt(2.0 * epsilon)
+    upper = float(sensitivity) / math.sqrt(2.0 * rho_low * 0.99)
+    # With a large δ the converted ε can fall below ρ; lower the bracket until it is below
+    # the answer (its ε too large), as the search needs.
+    for _ in range(64):
+        if build(lower).map(sensitivity)[0] > epsilon:
+            break
+        lower /= 2.0
+    scale = float(
+        dp.binary_search_param(
+            build, d_in=sensitivity, d_out=(epsilon, delta), bounds=(lower, upper)
+        )
+    )
+    spent_epsilon, spent_delta = build(scale).map(sensitivity)
+    return scale, float(spent_epsilon), float(spent_delta)
+
+
+# The accuracy formulas of the discrete Gaussian sum over its support (thousands of terms at
+# large σ); they are pure functions of σ, so they are memoized like the calibrations.
+_gaussian_expected_abs_error = functools.lru_cache(maxsize=CALIBRATION_CACHE_SIZE)(
+    accuracy.gaussian_expected_abs_error
+)
+_gaussian_halfwidth = functools.lru_cache(maxsize=CALIBRATION_CACHE_SIZE)(
+    accuracy.gaussian_halfwidth
+)
 
 
 class GeometricMechanism:
@@ -42,15 +140,12 @@ class GeometricMechanism:
             raise ValueError("integer answers need a whole-number sensitivity ≥ 1")
         self.sensitivity = int(sensitivity)
         self.noise = noise or DEFAULT_NOISE
-        self.measurement, self.scale = _calibrate(
-            lambda b: dp.m.make_laplace(
-                dp.vector_domain(dp.atom_domain(T=dp.i64)), dp.l1_distance(T=dp.i64), scale=b
-            ),
-            self.sensitivity,
-            self.sensitivity / epsilon,
-            epsilon,
-        )
-        self.epsilon_spent = float(self.measurement.map(self.sensitivity))
+        self.scale, self.epsilon_spent = laplace_calibration("integer", self.sensitivity, epsilon)
+
+    @functools.cached_property
+    def measurement(self) -> Any:
+        """Built on first use (a plan that is only previewed never needs it)."""
+        return laplace_measurement("integer", self.scale)
 
     @property
     def expected_abs_error(self) -> float:
@@ -84,17 +179,13 @@ class LaplaceMechanism:
         self.sensitivity = float(sensitivity)
         self.noise = noise or DEFAULT_NOISE
         self.vector = vector
-        if vector:
-            space = (dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float))
-        else:
-            space = (dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float))
-        self.measurement, self.scale = _calibrate(
-            lambda b: dp.m.make_laplace(*space, scale=b),
-            self.sensitivity,
-            self.sensitivity / epsilon,
-            epsilon,
-        )
-        self.epsilon_spent = float(self.measurement.map(self.sensitivity))
+        self.space = "vector" if vector else "scalar"
+        self.scale, self.epsilon_spent = laplace_calibration(self.space, self.sensitivity, epsilon)
+
+    @functools.cached_property
+    def measurement(self) -> Any:
+        """Built on first use (a plan that is only previewed never needs it)."""
+        return laplace_measurement(self.space, self.scale)
 
     @property
     def expected_abs_error(self) -> float:
@@ -159,45 +250,26 @@ class GaussianMechanism:
             if int(sensitivity) != sensitivity:
                 raise ValueError("integer answers need a whole-number sensitivity")
             d_in: Any = int(sensitivity)
-            space = (dp.vector_domain(dp.atom_domain(T=dp.i64)), dp.l2_distance(T=dp.i64))
-        elif vector:
-            d_in = float(sensitivity)
-            space = (dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float))
+            self.space = "integer"
         else:
             d_in = float(sensitivity)
-            space = (dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float))
+            self.space = "vector" if vector else "scalar"
         self.sensitivity = d_in
-
-        def build(scale: float) -> Any:
-            gaussian = dp.m.make_gaussian(*space, scale=scale)
-            return dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(gaussian), delta)
-
-        # Bracket σ with zCDP facts: the converted ε is at least ρ (so ρ ≤ ε), and
-        # ρ + 2√(ρ·ln(1/δ)) ≤ ε is always enough. Bounds keep OpenDP's search from overflowing.
-        log_inverse_delta = math.log(1.0 / delta)
-        rho_low = (math.sqrt(log_inverse_delta + epsilon) - math.sqrt(log_inverse_delta)) ** 2
-        lower = float(sensitivity) / math.sqrt(2.0 * epsilon)
-        upper = float(sensitivity) / math.sqrt(2.0 * rho_low * 0.99)
-        # With a large δ the converted ε can fall below ρ; lower the bracket until it is below
-        # the answer (its ε too large), as the search needs.
-        for _ in range(64):
-            if build(lower).map(d_in)[0] > epsilon:
-                break
-            lower /= 2.0
-        self.scale = float(
-            dp.binary_search_param(build, d_in=d_in, d_out=(epsilon, delta), bounds=(lower, upper))
+        self.scale, self.epsilon_spent, self.delta_spent = gaussian_calibration(
+            self.space, d_in, epsilon, delta
         )
-        self.measurement = build(self.scale)
-        spent_epsilon, spent_delta = self.measurement.map(d_in)
-        self.epsilon_spent = float(spent_epsilon)
-        self.delta_spent = float(spent_delta)
+
+    @functools.cached_property
+    def measurement(self) -> Any:
+        """Built on first use (a plan that is only previewed never needs it)."""
+        return gaussian_measurement(self.space, self.scale, self.delta)
 
     @property
     def expected_abs_error(self) -> float:
-        return accuracy.gaussian_expected_abs_error(self.scale, integer=self.integer)
+        return _gaussian_expected_abs_error(self.scale, integer=self.integer)
 
     def halfwidth(self, coverage: float = 0.95) -> float:
-        return accuracy.gaussian_halfwidth(self.scale, coverage, integer=self.integer)
+        return _gaussian_halfwidth(self.scale, coverage, integer=self.integer)
 
     def release(self, values: Any) -> Any:
         if self.integer:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import heapq
 import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, Decimal, localcontext
+from decimal import ROUND_CEILING, Decimal, Inexact, localcontext
 from pathlib import Path
 from typing import Any
 
@@ -240,15 +241,41 @@ class ReleaseResult:
     engine: str = "in_process"
 
 
+# Decimal digits of the sums in split_epsilon. With every share either 0 or at least 2⁻¹⁰⁰ (so a
+# multiple of 2⁻¹⁵³, one nudge included) and the total below 2⁶⁰ (19 digits before the point), any
+# sum of shares, in any order, has at most 153 + 19 digits: it is exact.
+_SPLIT_PRECISION = 200
+_SPLIT_EXACT_MIN_SHARE = 2.0**-100
+_SPLIT_EXACT_MAX_TOTAL = 2.0**60
+
+
 def split_epsilon(total: float, weights: Sequence[float]) -> list[float]:
     """Shares ε·w_i/Σw whose exact sum never exceeds ``total`` (floats can round up)."""
     weight_sum = math.fsum(weights)
     shares = [total * w / weight_sum for w in weights]
     with localcontext() as ctx:
-        ctx.prec = 200
+        ctx.prec = _SPLIT_PRECISION
         # The cap is the smaller of the float's exact value and its shortest decimal form, so a
         # ledger that rounds up to 12 places never charges more than the ε the curator typed.
         cap = min(Decimal(total), Decimal(repr(total)))
+        if total < _SPLIT_EXACT_MAX_TOTAL and all(
+            s == 0.0 or s >= _SPLIT_EXACT_MIN_SHARE for s in shares
+        ):
+            # Every sum is exact (see above), so a running sum equals the sum taken afresh after
+            # each nudge and the nudges are the same, without re-adding every share per nudge (a
+            # preview's chart splits ε dozens of times). Inexact would mean a broken bound. The
+            # heap yields what max() over the indices does: the largest share, first index first.
+            ctx.traps[Inexact] = True
+            running = sum(Decimal(s) for s in shares)
+            largest_first = [(-share, index) for index, share in enumerate(shares)]
+            heapq.heapify(largest_first)
+            while running > cap:
+                largest = largest_first[0][1]
+                smaller = math.nextafter(shares[largest], 0.0)
+                running -= Decimal(shares[largest]) - Decimal(smaller)
+                shares[largest] = smaller
+                heapq.heapreplace(largest_first, (-smaller, largest))
+            return shares
         while sum(Decimal(s) for s in shares) > cap:
             largest = max(range(len(shares)), key=shares.__getitem__)
             shares[largest] = math.nextafter(shares[largest], 0.0)
@@ -418,6 +445,58 @@ def _rooted(error: EngineValidationError) -> EngineValidationError:
     )
 
 
+def _plan_statistics(
+    queries: Sequence[Query],
+    schema: Schema,
+    definition: Definition,
+    noise: NoiseSource | None,
+    *,
+    share_identical: bool = False,
+) -> tuple[PlannedStatistic, ...]:
+    """Each validated query planned with its share of the definition's ε and δ.
+
+    With ``share_identical``, statistics with the same query and the same shares (equal weights
+    give equal shares) are planned once and the same :class:`PlannedStatistic` stands for all of
+    them; only for numbers that are read, never for a plan that draws noise."""
+    # Statistics that are public under the definition (the count under Blowfish) cost nothing,
+    # so the budget is shared among the others.
+    weights = [
+        0.0 if isinstance(q, Count) and count_sensitivity(definition) == 0 else q.weight
+        for q in queries
+    ]
+    if not any(weights):
+        weights = [1.0] * len(queries)
+    shares = split_epsilon(definition.epsilon, weights)
+    delta_shares = (
+        split_epsilon(definition.delta, weights) if definition.delta else [0.0] * len(queries)
+    )
+    if share_identical:
+        try:
+            hash(tuple(queries))
+        except TypeError:  # a query built by hand with a list of bins
+            share_identical = False
+    errors: dict[str, list[str]] = {}
+    planned: list[PlannedStatistic] = []
+    # _plan_one is a function of these three (the schema and definition are fixed here).
+    seen: dict[tuple[Query, float, float], PlannedStatistic] = {}
+    for query, share, delta_share in zip(queries, shares, delta_shares, strict=True):
+        key = (query, share, delta_share)
+        if share_identical and key in seen:
+            planned.append(seen[key])
+            continue
+        try:
+            statistic = _plan_one(query, share, delta_share, schema, definition, noise)
+        except EngineValidationError as error:
+            errors.update(_rooted(error).errors)
+            continue
+        if share_identical:
+            seen[key] = statistic
+        planned.append(statistic)
+    if errors:
+        raise EngineValidationError(errors)
+    return tuple(planned)
+
+
 def plan_release(
     *,
     schema: Schema | Mapping[str, Any],
@@ -453,27 +532,7 @@ def plan_release(
     if errors:
         raise EngineValidationError(errors)
     assert not isinstance(definition, Mapping)
-    # Statistics that are public under the definition (the count under Blowfish) cost nothing,
-    # so the budget is shared among the others.
-    weights = [
-        0.0 if isinstance(q, Count) and count_sensitivity(definition) == 0 else q.weight
-        for q in typed
-    ]
-    if not any(weights):
-        weights = [1.0] * len(typed)
-    shares = split_epsilon(definition.epsilon, weights)
-    delta_shares = (
-        split_epsilon(definition.delta, weights) if definition.delta else [0.0] * len(typed)
-    )
-    planned: list[PlannedStatistic] = []
-    for query, share, delta_share in zip(typed, shares, delta_shares, strict=True):
-        try:
-            planned.append(_plan_one(query, share, delta_share, schema, definition, noise))
-        except EngineValidationError as error:
-            errors.update(_rooted(error).errors)
-    if errors:
-        raise EngineValidationError(errors)
-    statistics = tuple(planned)
+    statistics = _plan_statistics(typed, schema, definition, noise)
     warnings = (
         tuple(delta_warnings(definition.delta, schema.declared_size))
         if isinstance(definition, ApproxDP)
@@ -554,17 +613,23 @@ def accuracy_curve(
 ) -> list[dict[str, Any]]:
     """Expected absolute error of each statistic if the release's total ε were each value of
     ``epsilons`` (same weights, same everything else): ``[{"epsilon", "errors": [...]}, ...]``.
-    Public facts only; used to chart the accuracy a curator buys with more ε."""
+    Public facts only; used to chart the accuracy a curator buys with more ε.
+
+    Each point plans each distinct statistic once (identical statistics share their plan) and
+    each mechanism's calibration is memoized (mechanisms.py), so a point costs what the distinct
+    mechanisms at that ε cost, not what the whole release does."""
     plan = plan_release(schema=schema, definition=definition, queries=queries)
     queries_typed = [s.query for s in plan.statistics]
     curve = []
     for epsilon in epsilons:
         varied = dataclasses.replace(plan.definition, epsilon=float(epsilon))
-        entries = plan_release(schema=plan.schema, definition=varied, queries=queries_typed)
+        statistics = _plan_statistics(
+            queries_typed, plan.schema, varied, None, share_identical=True
+        )
         curve.append(
             {
                 "epsilon": float(epsilon),
-                "errors": [s.expected_abs_error for s in entries.statistics],
+                "errors": [s.expected_abs_error for s in statistics],
             }
         )
     return curve
