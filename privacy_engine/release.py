@@ -21,15 +21,7 @@ from typing import Any
 import pandas as pd
 
 from privacy_engine.accounting import LEDGER_PLACES, ledger_delta
-from privacy_engine.aggregates import (
-    Aggregate,
-    BinCounts,
-    CategoryCounts,
-    GridSum,
-    PresentCount,
-    RowCount,
-    needed_columns,
-)
+from privacy_engine.aggregates import Aggregate, RowCount, needed_columns
 from privacy_engine.columnar import typed_from_frame
 from privacy_engine.definitions import (
     MAX_EPSILON,
@@ -52,84 +44,23 @@ from privacy_engine.engines import (
     aggregate_table,
 )
 from privacy_engine.errors import EngineValidationError, prefix_errors
-from privacy_engine.exact_sums import sum_grid
-from privacy_engine.mechanisms import (
-    ExactRelease,
-    GaussianMechanism,
-    GeometricMechanism,
-    LaplaceMechanism,
-)
+from privacy_engine.kinds import PlanContext, PlannedStatistic, StatisticResult, kind_of
 from privacy_engine.noise import NoiseSource
 from privacy_engine.policies import check_policy_against_schema
-from privacy_engine.queries import Count, Histogram, Mean, Query, Sum, bin_labels, query_from_dict
+from privacy_engine.queries import Count, Query, query_from_dict
 from privacy_engine.schema import (
     MAX_ROWS,
-    CategoricalColumn,
     NumericColumn,
     Schema,
     schema_from_dict,
 )
 from privacy_engine.sensitivity import (
     count_sensitivity,
-    histogram_sensitivity,
     missing_is_public,
-    present_count_sensitivity,
-    sum_sensitivity,
 )
-
-Mechanism = GeometricMechanism | LaplaceMechanism | GaussianMechanism | ExactRelease
 
 # Bounds on one request's work: statistics per release (bins are bounded in queries.py).
 MAX_QUERIES = 100
-# A mean's sum and count each get half of its ε; each interval is built at 97.5% so that both hold
-# together with probability ≥ 95% (union bound).
-MEAN_PART_COVERAGE = 0.975
-
-
-@dataclass(frozen=True)
-class PlannedStatistic:
-    """One statistic with its mechanisms built: everything public about it before it runs."""
-
-    query: Query
-    epsilon: float
-    delta: float
-    mechanism: str
-    sensitivity: float
-    noise_scale: float
-    expected_abs_error: float | None
-    ci95_halfwidth: float | None
-    mechanisms: tuple[Mechanism, ...]
-
-    @property
-    def epsilon_spent(self) -> float:
-        return sum(m.epsilon_spent for m in self.mechanisms)
-
-    @property
-    def delta_spent(self) -> float:
-        return sum(m.delta_spent for m in self.mechanisms)
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        if isinstance(self.query, Sum):
-            return self.query.summed_columns
-        return (self.query.column,) if self.query.column is not None else ()
-
-    def to_preview(self) -> dict[str, Any]:
-        entry = {
-            "kind": self.query.kind,
-            "column": self.query.column,
-            "weight": self.query.weight,
-            "mechanism": self.mechanism,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "sensitivity": self.sensitivity,
-            "noise_scale": self.noise_scale,
-            "expected_abs_error": self.expected_abs_error,
-            "ci95_halfwidth": self.ci95_halfwidth,
-        }
-        if isinstance(self.query, Sum) and self.query.columns:
-            entry["columns"] = list(self.query.columns)
-        return entry
 
 
 def _exact_sum(values: Sequence[float], *, delta: bool = False) -> Decimal:
@@ -178,56 +109,6 @@ class ReleasePlan:
                     "sensitivity": other.sensitivity,
                 }
         return entries
-
-
-@dataclass(frozen=True)
-class StatisticResult:
-    """A published statistic and everything Kerckhoffs asks to publish with it.
-
-    ``value`` is an int (count), a float (sum, mean) or a ``{cell: count}`` dict (histogram);
-    ``ci95`` is ``(low, high)`` or a dict of them per cell. ``rule`` says how out-of-bounds,
-    unknown and missing values were handled, never how many rows that touched.
-    """
-
-    kind: str
-    column: str | None
-    value: Any
-    ci95: Any
-    mechanism: str
-    epsilon: float
-    delta: float
-    sensitivity: float
-    noise_scale: float
-    rule: str | None
-    columns: list[str] | None = None
-    accounting: str | None = None
-    # For statistics built from several noisy answers (a mean), each part's mechanism.
-    parts: list[dict[str, Any]] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {
-            "kind": self.kind,
-            "column": self.column,
-            "value": self.value,
-            "ci95": self.ci95,
-            "mechanism": self.mechanism,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "sensitivity": self.sensitivity,
-            "noise_scale": self.noise_scale,
-            "rule": self.rule,
-        }
-        if self.columns is not None:
-            out["columns"] = self.columns
-        if self.accounting is not None:
-            out["accounting"] = self.accounting
-        if self.parts is not None:
-            out["parts"] = self.parts
-        if isinstance(self.value, dict):
-            # The published order of the cells (declared categories, bins, columns), as a list:
-            # stores such as PostgreSQL's jsonb do not keep the order of an object's keys.
-            out["cells"] = list(self.value)
-        return out
 
 
 @dataclass(frozen=True)
@@ -282,77 +163,6 @@ def split_epsilon(total: float, weights: Sequence[float]) -> list[float]:
     return shares
 
 
-def _mean_preview(
-    column: NumericColumn,
-    sum_part: Mechanism,
-    count_part: Mechanism,
-    declared_size: int | None,
-) -> tuple[float | None, float | None]:
-    if declared_size is None:
-        return None, None
-    n = float(declared_size)
-    magnitude = column.max_magnitude
-    expected = (sum_part.expected_abs_error + magnitude * count_part.expected_abs_error) / n
-    halfwidth = (
-        sum_part.halfwidth(MEAN_PART_COVERAGE)
-        + magnitude * count_part.halfwidth(MEAN_PART_COVERAGE)
-    ) / n
-    return min(expected, column.width), min(halfwidth, column.width)
-
-
-def _integer_mechanism(
-    sensitivity: int,
-    epsilon: float,
-    delta: float,
-    definition: Definition,
-    noise: NoiseSource | None,
-) -> Mechanism:
-    """Noise for whole-number answers: none when the answer is public, discrete Gaussian under
-    (ε, δ)-DP, geometric otherwise."""
-    if sensitivity == 0:
-        return ExactRelease()
-    if isinstance(definition, ApproxDP):
-        return GaussianMechanism(
-            sensitivity=sensitivity, epsilon=epsilon, delta=delta, integer=True, noise=noise
-        )
-    return GeometricMechanism(sensitivity=sensitivity, epsilon=epsilon, noise=noise)
-
-
-def _real_mechanism(
-    sensitivity: float,
-    epsilon: float,
-    delta: float,
-    definition: Definition,
-    noise: NoiseSource | None,
-    *,
-    vector: bool = False,
-) -> Mechanism:
-    if isinstance(definition, ApproxDP):
-        return GaussianMechanism(
-            sensitivity=sensitivity,
-            epsilon=epsilon,
-            delta=delta,
-            integer=False,
-            noise=noise,
-            vector=vector,
-        )
-    return LaplaceMechanism(sensitivity=sensitivity, epsilon=epsilon, noise=noise, vector=vector)
-
-
-def _single(query: Query, epsilon: float, delta: float, mechanism: Mechanism) -> PlannedStatistic:
-    return PlannedStatistic(
-        query=query,
-        epsilon=epsilon,
-        delta=delta,
-        mechanism=mechanism.name,
-        sensitivity=mechanism.sensitivity,
-        noise_scale=mechanism.scale,
-        expected_abs_error=mechanism.expected_abs_error,
-        ci95_halfwidth=mechanism.halfwidth(),
-        mechanisms=(mechanism,),
-    )
-
-
 def _plan_one(
     query: Query,
     epsilon: float,
@@ -361,76 +171,8 @@ def _plan_one(
     definition: Definition,
     noise: NoiseSource | None,
 ) -> PlannedStatistic:
-    # ε-DP-style sensitivities are L1; the Gaussian mechanism needs L2 ones. A person with up to
-    # c rows changes every answer up to c times as much as one record (in L1 and in L2).
-    norm = "l2" if isinstance(definition, ApproxDP) else "l1"
-    c = schema.rows_per_person
-    if isinstance(query, Count):
-        mechanism = _integer_mechanism(
-            c * count_sensitivity(definition), epsilon, delta, definition, noise
-        )
-        return _single(
-            query,
-            epsilon if mechanism.epsilon_spent else 0.0,
-            delta if mechanism.delta_spent else 0.0,
-            mechanism,
-        )
-    if isinstance(query, Histogram):
-        return _single(
-            query,
-            epsilon,
-            delta,
-            _integer_mechanism(
-                c * histogram_sensitivity(definition), epsilon, delta, definition, noise
-            ),
-        )
-    if isinstance(query, Sum):
-        columns = {name: schema.column(name) for name in query.summed_columns}
-        sensitivity = sum_sensitivity(
-            columns,  # type: ignore[arg-type]
-            definition,
-            norm=norm,
-            rows_per_person=c,
-        )
-        return _single(
-            query,
-            epsilon,
-            delta,
-            _real_mechanism(
-                sensitivity, epsilon, delta, definition, noise, vector=bool(query.columns)
-            ),
-        )
-    if isinstance(query, Mean):
-        column = schema.column(query.column)
-        assert isinstance(column, NumericColumn)
-        count_part_sensitivity = c * present_count_sensitivity(column, definition)
-        # The count part is free when it is public (Blowfish with filled missing values).
-        share = 0.5 if count_part_sensitivity else 1.0
-        sum_part = _real_mechanism(
-            sum_sensitivity({query.column: column}, definition, norm=norm, rows_per_person=c),
-            epsilon * share,
-            delta * share,
-            definition,
-            noise,
-        )
-        count_part = _integer_mechanism(
-            count_part_sensitivity, epsilon * share, delta * share, definition, noise
-        )
-        expected, halfwidth = _mean_preview(column, sum_part, count_part, schema.declared_size)
-        return PlannedStatistic(
-            query=query,
-            epsilon=epsilon,
-            delta=delta,
-            mechanism=f"{sum_part.name}+{count_part.name}"
-            if count_part_sensitivity
-            else sum_part.name,
-            sensitivity=sum_part.sensitivity,
-            noise_scale=sum_part.scale,
-            expected_abs_error=expected,
-            ci95_halfwidth=halfwidth,
-            mechanisms=(sum_part, count_part),
-        )
-    raise TypeError(f"unsupported query {query!r}")
+    """One statistic planned by its kind's module (privacy_engine/kinds)."""
+    return kind_of(query).plan(query, epsilon, delta, PlanContext(schema, definition, noise))
 
 
 def _rooted(error: EngineValidationError) -> EngineValidationError:
@@ -635,27 +377,14 @@ def accuracy_curve(
     return curve
 
 
-def _count_interval(value: int, halfwidth: float) -> list[int]:
-    return [max(0, value - int(halfwidth)), value + int(halfwidth)]
-
-
-def _signed_clamp(value: float, low: float, high: float, column: NumericColumn) -> list[float]:
-    """Post-processing with public facts: a sum of non-negative values is non-negative, a sum of
-    non-positive values non-positive."""
-    if column.lower >= 0:
-        value, low, high = max(0.0, value), max(0.0, low), max(0.0, high)
-    if column.upper <= 0:
-        value, low, high = min(0.0, value), min(0.0, low), min(0.0, high)
-    return [value, low, high]
-
-
 def release_statistic(planned: PlannedStatistic, exact: Any, schema: Schema) -> StatisticResult:
     """Draw one statistic's noise on its exact answer and post-process it with public facts only.
 
-    ``exact`` is what the statistic's mechanisms take: a count; a histogram's cell counts in
-    cell order; a sum (or a list of sums, in column order) computed as exact_sums.py says; a
-    mean's (sum, count). Reads no data: :func:`run_queries` passes answers computed from the
-    table, the simulated preview answers computed from the declared shape."""
+    ``exact`` is what the statistic's mechanisms take, shaped by its kind's ``exact_answer`` (a
+    count; a histogram's cell counts in cell order; a sum, or a list of sums in column order,
+    computed as exact_sums.py says; a mean's (sum, count)). Reads no data: :func:`run_queries`
+    passes answers computed from the table, the simulated preview answers computed from the
+    declared shape."""
     query = planned.query
     common = {
         "kind": query.kind,
@@ -670,133 +399,20 @@ def release_statistic(planned: PlannedStatistic, exact: Any, schema: Schema) -> 
         )
         or None,
     }
-    if isinstance(query, Count):
-        (mechanism,) = planned.mechanisms
-        noisy = max(0, int(mechanism.release([exact])[0]))
-        return StatisticResult(
-            value=noisy, ci95=_count_interval(noisy, mechanism.halfwidth()), rule=None, **common
-        )
-    if isinstance(query, Sum) and query.columns:
-        (mechanism,) = planned.mechanisms
-        columns = [schema.column(name) for name in query.columns]
-        half = mechanism.halfwidth()
-        value, ci95 = {}, {}
-        for name, column, noisy in zip(
-            query.columns, columns, mechanism.release(exact), strict=True
-        ):
-            assert isinstance(column, NumericColumn)
-            v, low, high = _signed_clamp(noisy, noisy - half, noisy + half, column)
-            value[name], ci95[name] = v, [low, high]
-        rules = "; ".join(f"{name}: {schema.column(name).rule()}" for name in query.columns)
-        return StatisticResult(
-            value=value,
-            ci95=ci95,
-            rule=rules,
-            **{**common, "column": None, "columns": list(query.columns)},
-        )
-    column = schema.column(query.column)
-    if isinstance(query, Histogram):
-        (mechanism,) = planned.mechanisms
-        if isinstance(column, CategoricalColumn):
-            labels = column.buckets
-        else:
-            assert query.bins is not None
-            labels = bin_labels(query.bins)
-        noisy_cells = [max(0, int(v)) for v in mechanism.release(exact)]
-        halfwidth = mechanism.halfwidth()
-        return StatisticResult(
-            value=dict(zip(labels, noisy_cells, strict=True)),
-            ci95={
-                label: _count_interval(v, halfwidth)
-                for label, v in zip(labels, noisy_cells, strict=True)
-            },
-            rule=column.rule(),
-            **common,
-        )
-    assert isinstance(column, NumericColumn)
-    if isinstance(query, Sum):
-        (mechanism,) = planned.mechanisms
-        noisy_sum = mechanism.release(exact)
-        half = mechanism.halfwidth()
-        value, low, high = _signed_clamp(noisy_sum, noisy_sum - half, noisy_sum + half, column)
-        return StatisticResult(value=value, ci95=[low, high], rule=column.rule(), **common)
-    assert isinstance(query, Mean)
-    exact_sum, exact_count = exact
-    sum_part, count_part = planned.mechanisms
-    noisy_sum = sum_part.release(exact_sum)
-    raw_count = int(count_part.release([exact_count])[0])
-    denominator = max(1, raw_count)
-    mean = min(column.upper, max(column.lower, noisy_sum / denominator))
-    if raw_count >= 1:
-        spread = (
-            sum_part.halfwidth(MEAN_PART_COVERAGE)
-            + column.max_magnitude * count_part.halfwidth(MEAN_PART_COVERAGE)
-        ) / denominator
-        interval = [max(column.lower, mean - spread), min(column.upper, mean + spread)]
-    else:
-        interval = [column.lower, column.upper]
-    parts = [
-        {
-            "role": role,
-            "mechanism": m.name,
-            "epsilon": m.epsilon_spent,
-            "delta": m.delta_spent,
-            "sensitivity": m.sensitivity,
-            "noise_scale": m.scale,
-        }
-        for role, m in (("sum", sum_part), ("count", count_part))
-    ]
-    return StatisticResult(value=mean, ci95=interval, rule=column.rule(), parts=parts, **common)
+    return kind_of(query).release(planned, exact, schema, common)
 
 
 # --- reading data: only below this line -------------------------------------------------------
 
 
-def _cleaned(name: str, schema: Schema) -> dict[str, Any]:
-    column = schema.column(name)
-    assert isinstance(column, NumericColumn)
-    return {"column": name, "lower": column.lower, "upper": column.upper, "fill": column.fill}
-
-
-def _grid_sum(name: str, schema: Schema) -> GridSum:
-    column = schema.column(name)
-    assert isinstance(column, NumericColumn)
-    return GridSum(**_cleaned(name, schema), grid=sum_grid(column.max_magnitude))
-
-
 def aggregates_for(planned: PlannedStatistic, schema: Schema) -> list[Aggregate]:
     """The exact aggregates a statistic's mechanisms take, as requests any engine answers."""
-    query = planned.query
-    if isinstance(query, Count):
-        return [RowCount()]
-    if isinstance(query, Sum):
-        return [_grid_sum(name, schema) for name in query.summed_columns]
-    column = schema.column(query.column)
-    if isinstance(query, Mean):
-        return [_grid_sum(query.column, schema), PresentCount(**_cleaned(query.column, schema))]
-    assert isinstance(query, Histogram)
-    if isinstance(column, CategoricalColumn):
-        return [
-            CategoryCounts(
-                column=query.column,
-                categories=tuple(column.categories),
-                other=column.other,
-                fill=column.fill,
-            )
-        ]
-    assert query.bins is not None
-    return [BinCounts(**_cleaned(query.column, schema), edges=tuple(query.bins))]
+    return kind_of(planned.query).aggregates(planned.query, schema)
 
 
 def _exact_answer(planned: PlannedStatistic, answers: list[Any]) -> Any:
     """The answers of :func:`aggregates_for`, shaped as :func:`release_statistic` takes them."""
-    query = planned.query
-    if isinstance(query, Sum) and query.columns:
-        return list(answers)
-    if isinstance(query, Mean):
-        return tuple(answers)
-    (answer,) = answers
-    return answer
+    return kind_of(planned.query).exact_answer(planned.query, answers)
 
 
 def _bound(schema: Schema) -> Bound:

@@ -1,0 +1,259 @@
+"""What every query kind module builds on: the planned and published statistic, the mechanisms'
+choice, and the registry of kinds.
+
+A kind module declares, for one query kind: its exact aggregates (what an engine computes,
+aggregates.py), its plan (sensitivity under the definition, mechanisms, the interval it promises),
+the shape of its exact answer, and its release (noise drawn on the answer, then post-processing
+with public facts only). Adding a kind means adding one module, registering it with
+:func:`register`, and its tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from privacy_engine.aggregates import Aggregate
+from privacy_engine.definitions import ApproxDP, Definition
+from privacy_engine.mechanisms import (
+    ExactRelease,
+    GaussianMechanism,
+    GeometricMechanism,
+    LaplaceMechanism,
+)
+from privacy_engine.noise import NoiseSource
+from privacy_engine.schema import NumericColumn, Schema
+
+Mechanism = GeometricMechanism | LaplaceMechanism | GaussianMechanism | ExactRelease
+
+
+@dataclass(frozen=True)
+class PlannedStatistic:
+    """One statistic with its mechanisms built: everything public about it before it runs."""
+
+    query: Any
+    epsilon: float
+    delta: float
+    mechanism: str
+    sensitivity: float
+    noise_scale: float
+    expected_abs_error: float | None
+    ci95_halfwidth: float | None
+    mechanisms: tuple[Mechanism, ...]
+
+    @property
+    def epsilon_spent(self) -> float:
+        return sum(m.epsilon_spent for m in self.mechanisms)
+
+    @property
+    def delta_spent(self) -> float:
+        return sum(m.delta_spent for m in self.mechanisms)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns the statistic reads."""
+        return kind_of(self.query).columns(self.query)
+
+    def to_preview(self) -> dict[str, Any]:
+        entry = {
+            "kind": self.query.kind,
+            "column": self.query.column,
+            "weight": self.query.weight,
+            "mechanism": self.mechanism,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "sensitivity": self.sensitivity,
+            "noise_scale": self.noise_scale,
+            "expected_abs_error": self.expected_abs_error,
+            "ci95_halfwidth": self.ci95_halfwidth,
+        }
+        if getattr(self.query, "columns", ()):
+            entry["columns"] = list(self.query.columns)
+        return entry
+
+
+@dataclass(frozen=True)
+class StatisticResult:
+    """A published statistic and everything Kerckhoffs asks to publish with it.
+
+    ``value`` is an int (count), a float (sum, mean) or a ``{cell: count}`` dict (histogram);
+    ``ci95`` is ``(low, high)`` or a dict of them per cell. ``rule`` says how out-of-bounds,
+    unknown and missing values were handled, never how many rows that touched.
+    """
+
+    kind: str
+    column: str | None
+    value: Any
+    ci95: Any
+    mechanism: str
+    epsilon: float
+    delta: float
+    sensitivity: float
+    noise_scale: float
+    rule: str | None
+    columns: list[str] | None = None
+    accounting: str | None = None
+    # For statistics built from several noisy answers (a mean), each part's mechanism.
+    parts: list[dict[str, Any]] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "kind": self.kind,
+            "column": self.column,
+            "value": self.value,
+            "ci95": self.ci95,
+            "mechanism": self.mechanism,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "sensitivity": self.sensitivity,
+            "noise_scale": self.noise_scale,
+            "rule": self.rule,
+        }
+        if self.columns is not None:
+            out["columns"] = self.columns
+        if self.accounting is not None:
+            out["accounting"] = self.accounting
+        if self.parts is not None:
+            out["parts"] = self.parts
+        if isinstance(self.value, dict):
+            # The published order of the cells (declared categories, bins, columns), as a list:
+            # stores such as PostgreSQL's jsonb do not keep the order of an object's keys.
+            out["cells"] = list(self.value)
+        return out
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    """What planning one statistic needs besides its query and its share of ε and δ."""
+
+    schema: Schema
+    definition: Definition
+    noise: NoiseSource | None
+
+    @property
+    def norm(self) -> str:
+        # ε-DP-style sensitivities are L1; the Gaussian mechanism needs L2 ones.
+        return "l2" if isinstance(self.definition, ApproxDP) else "l1"
+
+    @property
+    def rows_per_person(self) -> int:
+        # A person with up to c rows changes every answer up to c times as much as one record.
+        return self.schema.rows_per_person
+
+
+class QueryKind(Protocol):
+    name: str
+    query_type: type
+
+    def columns(self, query: Any) -> tuple[str, ...]: ...
+
+    def plan(
+        self, query: Any, epsilon: float, delta: float, context: PlanContext
+    ) -> PlannedStatistic: ...
+
+    def aggregates(self, query: Any, schema: Schema) -> list[Aggregate]: ...
+
+    def exact_answer(self, query: Any, answers: list[Any]) -> Any: ...
+
+    def release(
+        self, planned: PlannedStatistic, exact: Any, schema: Schema, common: dict[str, Any]
+    ) -> StatisticResult: ...
+
+
+_KINDS: dict[str, QueryKind] = {}
+
+
+def register(kind: QueryKind) -> QueryKind:
+    """Make ``kind`` the module that plans, aggregates and releases its query type."""
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def kind_of(query: Any) -> QueryKind:
+    try:
+        return _KINDS[query.kind]
+    except (KeyError, AttributeError):
+        raise TypeError(f"unsupported query {query!r}") from None
+
+
+def registered_kinds() -> tuple[str, ...]:
+    return tuple(_KINDS)
+
+
+# --- building blocks the kinds share ----------------------------------------------------------
+
+
+def integer_mechanism(
+    sensitivity: int, epsilon: float, delta: float, context: PlanContext
+) -> Mechanism:
+    """Noise for whole-number answers: none when the answer is public, discrete Gaussian under
+    (ε, δ)-DP, geometric otherwise."""
+    if sensitivity == 0:
+        return ExactRelease()
+    if isinstance(context.definition, ApproxDP):
+        return GaussianMechanism(
+            sensitivity=sensitivity,
+            epsilon=epsilon,
+            delta=delta,
+            integer=True,
+            noise=context.noise,
+        )
+    return GeometricMechanism(sensitivity=sensitivity, epsilon=epsilon, noise=context.noise)
+
+
+def real_mechanism(
+    sensitivity: float,
+    epsilon: float,
+    delta: float,
+    context: PlanContext,
+    *,
+    vector: bool = False,
+) -> Mechanism:
+    if isinstance(context.definition, ApproxDP):
+        return GaussianMechanism(
+            sensitivity=sensitivity,
+            epsilon=epsilon,
+            delta=delta,
+            integer=False,
+            noise=context.noise,
+            vector=vector,
+        )
+    return LaplaceMechanism(
+        sensitivity=sensitivity, epsilon=epsilon, noise=context.noise, vector=vector
+    )
+
+
+def single(query: Any, epsilon: float, delta: float, mechanism: Mechanism) -> PlannedStatistic:
+    """The plan of a statistic answered by one mechanism."""
+    return PlannedStatistic(
+        query=query,
+        epsilon=epsilon,
+        delta=delta,
+        mechanism=mechanism.name,
+        sensitivity=mechanism.sensitivity,
+        noise_scale=mechanism.scale,
+        expected_abs_error=mechanism.expected_abs_error,
+        ci95_halfwidth=mechanism.halfwidth(),
+        mechanisms=(mechanism,),
+    )
+
+
+def count_interval(value: int, halfwidth: float) -> list[int]:
+    return [max(0, value - int(halfwidth)), value + int(halfwidth)]
+
+
+def signed_clamp(value: float, low: float, high: float, column: NumericColumn) -> list[float]:
+    """Post-processing with public facts: a sum of non-negative values is non-negative, a sum of
+    non-positive values non-positive."""
+    if column.lower >= 0:
+        value, low, high = max(0.0, value), max(0.0, low), max(0.0, high)
+    if column.upper <= 0:
+        value, low, high = min(0.0, value), min(0.0, low), min(0.0, high)
+    return [value, low, high]
+
+
+def cleaned_numbers(name: str, schema: Schema) -> dict[str, Any]:
+    """The fields of a CleanedNumbers aggregate for a numeric column: its declared rules."""
+    column = schema.column(name)
+    assert isinstance(column, NumericColumn)
+    return {"column": name, "lower": column.lower, "upper": column.upper, "fill": column.fill}
