@@ -4,15 +4,19 @@ import os
 import socket
 
 from celery import shared_task
-from django.db import DatabaseError
+from django.db import InterfaceError, OperationalError
 
 from releases.services.datasets import dataset_convert
 from releases.services.runs import release_run
 
+# Only errors that may pass (a lost connection, a locked database) are retried; the services turn
+# every other error into a failure with a reason.
+TRANSIENT = (OperationalError, InterfaceError)
+
 
 @shared_task(
     acks_late=True,
-    autoretry_for=(DatabaseError,),
+    autoretry_for=TRANSIENT,
     retry_backoff=True,
     retry_backoff_max=60,
     max_retries=5,
@@ -23,7 +27,10 @@ def release_run_task(release_id: int) -> None:
 
 @shared_task(
     acks_late=True,
-    autoretry_for=(DatabaseError,),
+    # A worker killed mid-conversion (out of memory) must not get its message back at once, over
+    # and over: the reaper sends it again once the heartbeat is stale, counting the attempt.
+    reject_on_worker_lost=False,
+    autoretry_for=TRANSIENT,
     retry_backoff=True,
     retry_backoff_max=60,
     max_retries=5,

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation, localcontext
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -322,7 +321,10 @@ def dataset_create(
         _discard(staged_name)
     else:
         # Large tables convert in a worker once the row exists; the upload answers at once.
-        transaction.on_commit(lambda: _send_conversion(dataset.pk))
+        # Robust: with the broker down the upload still answers 201; the reaper sends the
+        # conversion once the message is overdue.
+        dataset_id = dataset.pk
+        transaction.on_commit(lambda: _send_conversion(dataset_id), robust=True)
     return dataset
 
 
@@ -427,12 +429,13 @@ def dataset_convert(*, dataset_id: int) -> None:
     ``failure_reason`` that names rows and columns, never values (the CSV and any partial table
     deleted). A dataset that is not processing is left as it is.
     """
-    claimed = Dataset.objects.filter(pk=dataset_id, status=Dataset.Status.PROCESSING).update(
-        heartbeat_at=timezone.now()
-    )
-    dataset = Dataset.objects.filter(pk=dataset_id).first()
-    if not claimed or dataset is None or not dataset.file:
+    claim = _claim_conversion(dataset_id)
+    if claim == "stopped too often":
+        _conversion_failed(dataset_id, _stopped_reason(settings.RELEASE_MAX_DELIVERIES))
         return
+    if claim != "claimed":
+        return
+    dataset = Dataset.objects.get(pk=dataset_id)
     table_name = _table_name(dataset.pk)
     shown = [0.0]
 
@@ -496,6 +499,38 @@ def dataset_convert(*, dataset_id: int) -> None:
         )
 
 
+def _claim_conversion(dataset_id: int) -> str:
+    """Take the conversion under the row lock, counting the attempt: "claimed"; or "busy" while
+    another delivery's heartbeat is fresh (a message the broker handed out again at once), "done"
+    when it is no longer processing, "stopped too often" after RELEASE_MAX_DELIVERIES attempts
+    (a table that kills its worker, e.g. out of memory, is not tried forever)."""
+    with transaction.atomic():
+        locked = (
+            Dataset.objects.select_for_update()
+            .filter(pk=dataset_id, status=Dataset.Status.PROCESSING)
+            .first()
+        )
+        if locked is None or not locked.file:
+            return "done"
+        now = timezone.now()
+        fresh = now - timedelta(seconds=float(settings.RELEASE_STALE_SECONDS))
+        if locked.heartbeat_at is not None and locked.heartbeat_at >= fresh:
+            return "busy"
+        if locked.deliveries >= settings.RELEASE_MAX_DELIVERIES:
+            return "stopped too often"
+        locked.deliveries += 1
+        locked.heartbeat_at = now
+        locked.save(update_fields=["deliveries", "heartbeat_at"])
+    return "claimed"
+
+
+def _stopped_reason(times: int) -> str:
+    return (
+        "The worker converting this table stopped before finishing, "
+        f"{times} times (killed or out of memory); it is not tried again."
+    )
+
+
 @contextmanager
 def _conversion_heartbeat(dataset_id: int) -> Iterator[None]:
     def beat() -> bool:
@@ -521,7 +556,8 @@ def dataset_reap_stale() -> list[tuple[int, str]]:
     """Recover conversions whose worker is gone: a processing dataset whose heartbeat is older
     than ``RELEASE_STALE_SECONDS`` (or, never claimed, whose upload is older than twice the
     conversion's time limit: its message was lost) is sent again, or failed once
-    ``RELEASE_MAX_DELIVERIES`` workers stopped. Returns (dataset id, outcome) pairs."""
+    ``RELEASE_MAX_DELIVERIES`` attempts (counted when a delivery claims it). Returns (dataset
+    id, outcome) pairs."""
     now = timezone.now()
     running_cutoff = now - timedelta(seconds=float(settings.RELEASE_STALE_SECONDS))
     queued_cutoff = now - timedelta(seconds=2 * settings.DATASET_CONVERT_TIME_LIMIT)
@@ -542,31 +578,26 @@ def dataset_reap_stale() -> list[tuple[int, str]]:
                 continue
             if locked.heartbeat_at is not None and locked.heartbeat_at >= running_cutoff:
                 continue
-            stops = locked.deliveries + (locked.heartbeat_at is not None)
-            if stops >= settings.RELEASE_MAX_DELIVERIES:
+            stopped = locked.heartbeat_at is not None
+            if stopped and locked.deliveries >= settings.RELEASE_MAX_DELIVERIES:
                 outcome = "failed"
             else:
                 outcome = "redelivered"
-                locked.deliveries = stops
                 locked.heartbeat_at = None
                 # Just queued: the next message is sent only if this one is lost too.
                 locked.queued_at = now
-                locked.save(update_fields=["deliveries", "heartbeat_at", "queued_at"])
+                locked.save(update_fields=["heartbeat_at", "queued_at"])
                 audit_record(
                     actor=None,
                     action=AuditAction.TASK_REDELIVERED,
                     object_type="dataset",
                     object_id=locked.pk,
                     dataset_id=locked.pk,
-                    details={"reason": "worker stopped" if stops else "message lost"},
+                    details={"reason": "worker stopped" if stopped else "message lost"},
                 )
-                transaction.on_commit(partial(_send_conversion, locked.pk), robust=True)
+                transaction.on_commit(lambda pk=locked.pk: _send_conversion(pk), robust=True)
         if outcome == "failed":
-            _conversion_failed(
-                dataset_id,
-                "The worker converting this table stopped before finishing, "
-                f"{stops} times (killed or out of memory); it is not tried again.",
-            )
+            _conversion_failed(dataset_id, _stopped_reason(settings.RELEASE_MAX_DELIVERIES))
         outcomes.append((dataset_id, outcome))
     return outcomes
 

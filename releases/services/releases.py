@@ -36,6 +36,7 @@ from privacy_engine.translation import blowfish_explanation
 from releases.models import Dataset, LedgerEntry, Release, ReleaseSeries
 from releases.selectors import dataset_budget
 from releases.services.audit import AuditAction, audit_record
+from releases.services.datasets import dataset_require_ready
 from releases.services.errors import Conflict, ValidationFailed
 
 
@@ -126,6 +127,7 @@ def release_draft_create(
 ) -> Release:
     """Validate a release plan against the declared schema and store it as a draft with its
     preview. Spends no budget and reads no data."""
+    dataset_require_ready(dataset)
     errors: dict[str, list[str]] = {}
     title, title_errors = _title_errors(title)
     if title_errors:
@@ -436,6 +438,11 @@ def _submit(*, release: Release, user) -> Release:
                 f"This release was already submitted (status: {locked.status}).",
             )
         dataset = Dataset.objects.select_for_update().get(pk=locked.dataset_id)
+        if dataset.status != Dataset.Status.READY:
+            raise SubmissionRefused(
+                "dataset_not_ready",
+                "This dataset's table is not ready (still converting, or its upload failed).",
+            )
         plan = _plan(dataset, locked.definition, locked.queries)
         ledger, epsilon, delta = _charge(dataset, plan)
         refusal = _refusal(dataset, plan, epsilon, delta)

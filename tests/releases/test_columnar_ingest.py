@@ -284,6 +284,9 @@ def test_a_delivery_that_loses_the_race_leaves_no_table(
     def convert_while_another_finishes(staged, table, **options):
         calls.append(1)
         if len(calls) == 1:
+            # this delivery looks stalled (its heartbeat is old), so another one takes over
+            stale = timezone.now() - timedelta(seconds=10 * settings.RELEASE_STALE_SECONDS)
+            Dataset.objects.filter(pk=dataset.pk).update(heartbeat_at=stale)
             with django_capture_on_commit_callbacks(execute=True):
                 dataset_convert(dataset_id=dataset.pk)
         return real_convert(staged, table, **options)
@@ -342,18 +345,18 @@ def test_a_conversion_never_claimed_is_sent_again_when_its_message_was_lost(
     # then
     assert outcomes == [(dataset.pk, "redelivered")]
     dataset.refresh_from_db()
-    assert (dataset.status, dataset.deliveries) == ("ready", 0)
+    assert (dataset.status, dataset.deliveries) == ("ready", 1)
     assert AuditEvent.objects.get(action="task.redelivered").details == {"reason": "message lost"}
 
 
 def test_a_conversion_whose_workers_keep_stopping_fails_and_leaves_no_file(
     curator, converts_in_worker, settings, django_capture_on_commit_callbacks
 ):
-    # given a conversion whose worker stopped for the last allowed time
+    # given a conversion whose every allowed attempt stopped
     dataset = processing_dataset(curator, django_capture_on_commit_callbacks)
     long_ago = timezone.now() - timedelta(seconds=10 * settings.RELEASE_STALE_SECONDS)
     Dataset.objects.filter(pk=dataset.pk).update(
-        heartbeat_at=long_ago, deliveries=settings.RELEASE_MAX_DELIVERIES - 1
+        heartbeat_at=long_ago, deliveries=settings.RELEASE_MAX_DELIVERIES
     )
 
     # when
@@ -384,3 +387,83 @@ def test_a_fresh_or_beating_conversion_is_left_alone(
     # when / then
     assert dataset_reap_stale() == []
     assert Dataset.objects.get(pk=queued.pk).status == "processing"
+
+
+def test_a_conversion_whose_worker_is_killed_again_and_again_fails_after_the_limit(
+    curator, converts_in_worker, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    # given a table whose conversion kills its worker every time (found by review: the broker
+    # handed the message back at once, each claim refreshed the heartbeat, and it looped forever)
+    from releases.services import datasets
+
+    dataset = processing_dataset(curator, django_capture_on_commit_callbacks)
+
+    class Killed(BaseException):
+        """Stands for SIGKILL: nothing after it runs in that worker."""
+
+    def killed(*args, **kwargs):
+        raise Killed
+
+    monkeypatch.setattr(datasets, "_convert", killed)
+    long_ago = timezone.now() - timedelta(seconds=10 * settings.RELEASE_STALE_SECONDS)
+
+    # when the message comes straight back after each kill, and the reaper runs between
+    for _ in range(10):
+        with pytest.raises(Killed):
+            dataset_convert(dataset_id=dataset.pk)
+        dataset_convert(dataset_id=dataset.pk)  # the broker's immediate redelivery
+        Dataset.objects.filter(pk=dataset.pk, status="processing").update(heartbeat_at=long_ago)
+        with django_capture_on_commit_callbacks(execute=False):
+            dataset_reap_stale()
+        if Dataset.objects.get(pk=dataset.pk).status != "processing":
+            break
+
+    # then it was tried RELEASE_MAX_DELIVERIES times, and failed saying why
+    dataset.refresh_from_db()
+    assert dataset.status == "failed"
+    assert dataset.deliveries == settings.RELEASE_MAX_DELIVERIES
+    assert "stopped before finishing" in dataset.failure_reason
+
+
+def test_an_upload_answers_201_when_the_broker_is_down(
+    curator_client, converts_in_worker, monkeypatch, django_capture_on_commit_callbacks
+):
+    # given a broker that refuses every message (found by review: the upload was a 500, its
+    # dataset stored, and the retry a 409)
+    from kombu.exceptions import OperationalError as BrokerDown
+
+    from releases.tasks import dataset_convert_task
+
+    def down(*args, **kwargs):
+        raise BrokerDown("connection refused")
+
+    monkeypatch.setattr(dataset_convert_task, "apply_async", down)
+
+    # when
+    with django_capture_on_commit_callbacks(execute=True):
+        response = upload(curator_client)
+
+    # then the reaper will send it once the message is overdue
+    assert response.status_code == 201
+    assert response.json()["status"] == "processing"
+
+
+def test_a_dataset_that_is_not_ready_takes_no_draft_and_no_submission(
+    curator_client, dataset, django_capture_on_commit_callbacks
+):
+    # given a draft, then the dataset marked failed (found by review: a failed dataset that kept
+    # its schema took drafts and submissions, which then failed in the worker)
+    draft = curator_client.post("/api/v1/releases/", draft_body(dataset.pk), format="json").json()
+    Dataset.objects.filter(pk=dataset.pk).update(status="failed", failure_reason="Row 3 is blank.")
+
+    # when
+    another = curator_client.post("/api/v1/releases/", draft_body(dataset.pk), format="json")
+    with django_capture_on_commit_callbacks(execute=True):
+        submitted = curator_client.post(f"/api/v1/releases/{draft['id']}/submit/")
+
+    # then
+    assert another.status_code == 409
+    assert "could not be used" in another.json()["detail"]
+    assert submitted.status_code == 409
+    assert "not ready" in submitted.json()["detail"]
+    assert AuditEvent.objects.filter(action="release.submission_refused").count() == 1
