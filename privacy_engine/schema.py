@@ -7,6 +7,7 @@ the noise and are published with every release.
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,20 @@ def format_number(value: float) -> str:
     if value.is_integer() and abs(value) < 2**53:
         return str(int(value))
     return repr(float(value))
+
+
+# Longest category label: every label is a cell of every histogram on the public pages and files.
+MAX_LABEL = 200
+
+
+def label_problem(label: str) -> str | None:
+    """Why a category label cannot be published, or None."""
+    if len(label) > MAX_LABEL:
+        return f"labels are at most {MAX_LABEL} characters"
+    # Line breaks, control and invisible format characters would forge or hide text.
+    if any(unicodedata.category(character) in ("Cc", "Cf") for character in label):
+        return "labels cannot hold control or invisible characters"
+    return None
 
 
 @dataclass(frozen=True)
@@ -120,6 +135,13 @@ class CategoricalColumn:
             )
         if len(set(self.categories)) != len(self.categories):
             raise EngineValidationError.single("categories", "categories must be distinct")
+        for key, labels in (
+            ("categories", self.categories),
+            ("other", (self.other,) if self.other is not None else ()),
+            ("fill", (self.fill,) if self.fill is not None else ()),
+        ):
+            if problem := next((p for label in labels if (p := label_problem(label))), None):
+                raise EngineValidationError.single(key, problem)
         # An empty value is a missing one: as a label it would only ever count missing values.
         if "" in self.categories:
             raise EngineValidationError.single(

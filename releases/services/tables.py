@@ -21,6 +21,7 @@ import io
 import itertools
 import os
 import tempfile
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,6 +45,12 @@ DIALECT_SAMPLE_CHARACTERS = 4096
 # whatever the file's size.
 CHUNK_BYTES = 1 << 20
 BATCH_ROWS = 100_000
+INITIAL_BATCH_ROWS = 256
+BATCH_CHARACTERS = 32 << 20
+# The longest physical line read (a record of 200 columns of 40,000 characters fits), and the
+# longest column name.
+LINE_CHARACTERS = 8 << 20
+MAX_COLUMN_NAME = 200
 # Bytes per block of the fast parser (a record may not be longer).
 FAST_BLOCK_BYTES = 4 << 20
 
@@ -144,6 +151,38 @@ def _text(handle: BinaryIO) -> io.TextIOWrapper:
     return io.TextIOWrapper(handle, encoding="utf-8-sig", errors="strict", newline="")
 
 
+class _BoundedLines:
+    """The text's physical lines, each read with a bounded size: a line longer than
+    LINE_CHARACTERS is refused before it is held whole (a row of millions of delimiters, or one
+    huge field, would otherwise cost several times the file's size). Counts what it read."""
+
+    def __init__(self, text: io.TextIOWrapper) -> None:
+        self.text = text
+        self.characters = 0
+        self.number = 0
+
+    def __iter__(self) -> Iterator[str]:
+        while line := self.text.readline(LINE_CHARACTERS + 1):
+            self.number += 1
+            self.characters += len(line)
+            if len(line) > LINE_CHARACTERS:
+                raise TableError(
+                    f"Line {self.number} is longer than {LINE_CHARACTERS:,} characters."
+                )
+            yield line
+
+
+def _column_name_problem(name: str) -> str | None:
+    """Why a header name cannot be a column's public name, or None."""
+    if len(name) > MAX_COLUMN_NAME:
+        return f"is longer than {MAX_COLUMN_NAME} characters"
+    # Line breaks, other control characters and invisible format characters (direction
+    # overrides, a second byte-order mark) would forge or hide text on pages and in files.
+    if any(unicodedata.category(character) in ("Cc", "Cf") for character in name):
+        return "holds control or invisible characters"
+    return None
+
+
 def _records(text: Iterable[str], options: dict[str, Any]) -> Iterator[list[str]]:
     reader = csv.reader(text, **options)
     try:
@@ -189,7 +228,8 @@ def _table_rows(
         except UnicodeDecodeError:
             raise TableError("The file is not valid UTF-8 text; save it as UTF-8 CSV.") from None
         text.seek(0)
-    records = _records(text, _reader_options(detected))
+    lines = _BoundedLines(text)
+    records = _records(lines, _reader_options(detected))
     header_row = next(records, [])
     if _is_blank(header_row):
         if not any(not _is_blank(row) for row in records):
@@ -203,6 +243,9 @@ def _table_rows(
         raise TableError(f"The table has {len(header)} columns; at most {max_columns} are allowed.")
     if any(not name for name in header):
         raise TableError("Every column needs a name in the first row.")
+    for position, name in enumerate(header, start=1):
+        if problem := _column_name_problem(name):
+            raise TableError(f"The name of column {position} {problem}.")
     if len(set(header)) != len(header):
         raise TableError("Column names in the first row must be distinct.")
     if len(header) < 2 and not facts.delimited:
@@ -219,7 +262,13 @@ def _table_rows(
         first_blank: int | None = None
         any_rows = False
         number = 2  # the record number of the batch's first row
-        while batch := list(itertools.islice(records, batch_rows)):
+        # Batches start small and grow to about BATCH_CHARACTERS of text, up to batch_rows
+        # rows, so wide rows never make a batch large.
+        size, rows_read = min(INITIAL_BATCH_ROWS, batch_rows), 0
+        while batch := list(itertools.islice(records, size)):
+            rows_read += len(batch)
+            per_row = max(1, lines.characters // rows_read)
+            size = max(INITIAL_BATCH_ROWS, min(batch_rows, BATCH_CHARACTERS // per_row))
             start, number = number, number + len(batch)
             # The common case, checked without a Python step per row: every row has the
             # header's width (with two or more columns such a row cannot be blank).

@@ -30,3 +30,18 @@ def test_a_vector_sum_built_in_python_with_a_repeated_column_is_refused():
             queries=[Sum(columns=("a", "a"))],
         )
     assert "queries.0.columns" in raised.value.errors
+
+
+@pytest.mark.parametrize(
+    ("column", "field"),
+    [
+        ({"kind": "categorical", "categories": ["F", "x" * 201]}, "categories"),
+        ({"kind": "categorical", "categories": ["F", "a\nb"]}, "categories"),
+        ({"kind": "categorical", "categories": ["F"], "other": "\u202eother"}, "other"),
+    ],
+)
+def test_a_label_too_long_or_with_control_characters_is_refused(column, field):
+    # (found by review: one 1.9 MB category made a 285 MB public document)
+    with pytest.raises(EngineValidationError) as raised:
+        schema_from_dict({"columns": {"c": column}})
+    assert list(raised.value.errors) == [f"columns.c.{field}"]

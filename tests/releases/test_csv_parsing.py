@@ -371,3 +371,31 @@ def test_a_fast_parser_that_misreads_quotes_is_caught(monkeypatch):
 
     # when / then the comparison above would fail
     assert converted(raw, fast=True) != converted(raw, fast=False)
+
+
+# --- bounds on what one line or one name may hold (found by review) ------------------------
+
+
+@pytest.mark.parametrize("ending", [b"", b"\n\n"], ids=["fast", "csv-module"])
+def test_a_line_of_millions_of_delimiters_is_refused_before_it_is_held(ending):
+    # given a body row of ten million commas (before: about 7× the file in memory)
+    raw = b"a,b\n1,2\n" + b"," * 10_000_000 + b"\n3,4\n" + ending
+
+    # when
+    result = converted(raw, fast=True)
+
+    # then
+    assert result == ("refused", "Line 3 is longer than 8,388,608 characters.")
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        (b'"a\nFORGED",b', "The name of column 1 holds control or invisible characters."),
+        ("a,\u202eevil".encode(), "The name of column 2 holds control or invisible characters."),
+        ("\ufeff\ufeffa,b".encode(), "The name of column 1 holds control or invisible characters."),
+        (b"a," + b"n" * 201, "The name of column 2 is longer than 200 characters."),
+    ],
+)
+def test_column_names_that_would_forge_or_flood_pages_are_refused(header, message):
+    assert converted(header + b"\n1,2\n", fast=True) == ("refused", message)
