@@ -76,7 +76,12 @@ def generate(rows: int) -> Path:
                 (pa.array(income.astype(str)), pa.array(income)),
                 (pa.array(region).cast(pa.string()), pa.array(np.full(size, np.nan))),
             ]
-            arrays = [array for pair in columns for array in pair]
+            # pa.array may hand back a ChunkedArray for a large batch of strings.
+            arrays = [
+                array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+                for pair in columns
+                for array in pair
+            ]
             writer.write_batch(pa.record_batch(arrays, schema=schema))
     partial.rename(path)
     return path

@@ -208,6 +208,7 @@ class OutOfCoreEngine:
                     "threads": self.threads,
                     "temp_directory": spill,
                     "preserve_insertion_order": False,
+                    "enable_progress_bar": False,
                 }
             )
             try:

@@ -348,7 +348,12 @@ def _distinct_present(path: str | Path, index: int) -> int:
     source = str(path).replace("'", "''")
     with tempfile.TemporaryDirectory() as spill:
         connection = duckdb.connect(
-            config={"memory_limit": DISTINCT_MEMORY_LIMIT, "temp_directory": spill, "threads": 2}
+            config={
+                "memory_limit": DISTINCT_MEMORY_LIMIT,
+                "temp_directory": spill,
+                "threads": 2,
+                "enable_progress_bar": False,
+            }
         )
         try:
             (count,) = connection.execute(
