@@ -208,10 +208,11 @@ class OutOfCoreEngine:
                     "threads": self.threads,
                     "temp_directory": spill,
                     "preserve_insertion_order": False,
-                    "enable_progress_bar": False,
                 }
             )
             try:
+                # No progress bar drawn on the worker's output.
+                connection.execute("SET enable_progress_bar = false")
                 query = self._query(path, bound, fields, index)
                 yield from connection.sql(query).to_arrow_reader(self.batch_rows)
             finally:

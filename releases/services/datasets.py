@@ -53,8 +53,13 @@ class DuplicateUpload(Conflict):
 def _budget(value: Any, *, field: str, default: str, allow_zero: bool, places: Decimal) -> Decimal:
     if value in (None, ""):
         value = default
+    text = str(value).strip()
+    # ASCII digits only: Decimal would also read "1_0" as 10 and "١" (Arabic-Indic) as 1.
+    number = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?i:nan|inf|infinity)"
+    if not re.fullmatch(number, text):
+        raise ValidationFailed({field: ["must be a number"]})
     try:
-        amount = Decimal(str(value))
+        amount = Decimal(text)
     except InvalidOperation:
         raise ValidationFailed({field: ["must be a number"]}) from None
     if not amount.is_finite() or amount < 0 or (amount == 0 and not allow_zero):

@@ -352,10 +352,10 @@ def _distinct_present(path: str | Path, index: int) -> int:
                 "memory_limit": DISTINCT_MEMORY_LIMIT,
                 "temp_directory": spill,
                 "threads": 2,
-                "enable_progress_bar": False,
             }
         )
         try:
+            connection.execute("SET enable_progress_bar = false")
             (count,) = connection.execute(
                 f"SELECT count(DISTINCT \"{field}\") FROM read_parquet('{source}') "
                 f"WHERE \"{field}\" <> ''"

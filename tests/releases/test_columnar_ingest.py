@@ -467,3 +467,15 @@ def test_a_dataset_that_is_not_ready_takes_no_draft_and_no_submission(
     assert submitted.status_code == 409
     assert "not ready" in submitted.json()["detail"]
     assert AuditEvent.objects.filter(action="release.submission_refused").count() == 1
+
+
+@pytest.mark.parametrize("budget", ["1_0", "١", "0x1", "1,5"])
+def test_a_budget_in_anything_but_ascii_decimal_digits_is_refused(curator_client, budget):
+    # (found by review: "1_0" was read as 10 and "١" as 1)
+    response = curator_client.post(
+        "/api/v1/datasets/",
+        {"name": "Clinic", "budget_epsilon": budget, "file": csv_upload()},
+        format="multipart",
+    )
+    assert response.status_code == 400
+    assert response.json()["errors"] == {"budget_epsilon": ["must be a number"]}
