@@ -135,11 +135,24 @@ def _check_form_fields(data) -> None:
                 raise BodyRefused({key: [problem]})
 
 
+def _utf8_only(parser_context) -> str:
+    """The body's declared charset, which must be UTF-8: other codecs decode differently (and
+    some, such as punycode, slowly, or with errors that are not UnicodeDecodeError)."""
+    encoding = parsers.get_encoding(parser_context or {})
+    try:
+        name = codecs.lookup(encoding).name
+    except (LookupError, TypeError, ValueError):
+        name = ""
+    if name != "utf-8":
+        raise BodyRefused({"body": ["unsupported charset; send UTF-8"]})
+    return "utf-8"
+
+
 class JSONParser(parsers.JSONParser):
     """DRF's JSON parser with the limits above."""
 
     def parse(self, stream, media_type=None, parser_context=None):
-        encoding = parsers.get_encoding(parser_context or {})
+        encoding = _utf8_only(parser_context)
         return parse_json_bytes(_read_bounded(stream, max_body_bytes()), encoding=encoding)
 
 
@@ -147,7 +160,7 @@ class FormParser(parsers.FormParser):
     """DRF's form parser, reading at most the byte cap and refusing NUL characters in fields."""
 
     def parse(self, stream, media_type=None, parser_context=None):
-        encoding = parsers.get_encoding(parser_context or {})
+        encoding = _utf8_only(parser_context)
         content = _read_bounded(stream, max_body_bytes())
         data = super().parse(io.BytesIO(content), media_type, {"encoding": encoding})
         _check_form_fields(data)
