@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from django.conf import settings
-from django.db import connections
+from django.db import DatabaseError, close_old_connections, connections
 from django.utils import timezone
 
 from releases.models import Release
@@ -48,8 +48,18 @@ class Ticker(threading.Thread):
             connections.close_all()
 
     def _tick(self) -> bool | None:
+        # This thread's connection outlives any request or task: drop it if the server closed it
+        # (a restart, a failover, an idle timeout), so the action reconnects instead of failing
+        # on every tick from then on.
+        close_old_connections()
         try:
             return self.action()
+        except DatabaseError as error:
+            connections.close_all()
+            logger.warning(
+                "%s: %s, reconnecting in %ss", self.name, type(error).__name__, self.interval
+            )
+            return None
         except Exception as error:
             logger.warning(
                 "%s: %s, retrying in %ss", self.name, type(error).__name__, self.interval

@@ -35,7 +35,7 @@ import pyarrow as pa
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.files.base import ContentFile
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, transaction
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -412,9 +412,19 @@ def release_run(*, release_id: int, worker: str) -> None:
             _publish(release_id, claim_token)
     except ReleaseNotHeld:
         logger.warning("release %s was taken from this delivery; it stored nothing", release_id)
-    except DatabaseError:
+    except (OperationalError, InterfaceError):
+        # Transient (a lost connection, a locked database): give the release back for the
+        # task's retry. Any other database error would repeat on every delivery, so it fails the
+        # release below, saying only its type.
         _unclaim(release_id, claim_token)
         raise
+    except DatabaseError as error:
+        logger.error("release %s failed with %s", release_id, type(error).__name__)
+        release_fail(
+            release_id=release_id,
+            reason=f"Internal error while storing the release ({type(error).__name__}).",
+            claim_token=claim_token,
+        )
     except ReleaseFailure as failure:
         release_fail(release_id=release_id, reason=str(failure), claim_token=claim_token)
     except SoftTimeLimitExceeded:
