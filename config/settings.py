@@ -161,10 +161,12 @@ RELEASE_ENGINE = env.str("RELEASE_ENGINE", default="auto")
 RELEASE_MEMORY_BUDGET_BYTES = env.int("RELEASE_MEMORY_BUDGET_BYTES", default=1024**3)
 DASK_SCHEDULER_ADDRESS = env.str("DASK_SCHEDULER_ADDRESS", default="") or None
 # Public catalog pages and API answers are cached for cookieless clients (releases/public_cache.py)
-# for this long; a new version shows within PUBLIC_CACHE_GENERATION_SECONDS. CACHE_URL picks the
+# for this long, keyed by the catalog's generation, read from the database on every request (one
+# small query) unless PUBLIC_CACHE_GENERATION_SECONDS > 0 lets a process reuse it for that long
+# (a new version then shows within that time). CACHE_URL picks the
 # cache (default: each process's memory; e.g. redis://127.0.0.1:6379/1 to share one).
 PUBLIC_CACHE_SECONDS = env.int("PUBLIC_CACHE_SECONDS", default=300)
-PUBLIC_CACHE_GENERATION_SECONDS = env.float("PUBLIC_CACHE_GENERATION_SECONDS", default=2.0)
+PUBLIC_CACHE_GENERATION_SECONDS = env.float("PUBLIC_CACHE_GENERATION_SECONDS", default=0.0)
 CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
 # Request bodies other than uploaded files (forms, JSON) Django reads into memory: above the API's
 # own cap (REST_FRAMEWORK["MAX_BODY_BYTES"]), so the API answers its cap in JSON naming "body".

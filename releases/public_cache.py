@@ -3,8 +3,8 @@
 A response is cached only for a request that carries no cookie at all (no session: nobody signed
 in, no flash message) and only if it is a 200 that sets no cookie; its key is the host, the full
 path and the catalog's *generation*, which changes whenever a version is published. The
-generation is read from the database at most every ``PUBLIC_CACHE_GENERATION_SECONDS`` per
-process, so a new version appears on cached pages within that time.
+generation is one small query per request; with ``PUBLIC_CACHE_GENERATION_SECONDS`` > 0 a
+process reuses it for that long, and a new version then appears on cached pages within that time.
 """
 
 import hashlib
@@ -27,7 +27,10 @@ def catalog_generation() -> str:
     """How many versions are published, and the latest publication time."""
     now = time.monotonic()
     with _generation_lock:
-        if now - _generation["read_at"] < settings.PUBLIC_CACHE_GENERATION_SECONDS:
+        if (
+            settings.PUBLIC_CACHE_GENERATION_SECONDS > 0
+            and now - _generation["read_at"] < settings.PUBLIC_CACHE_GENERATION_SECONDS
+        ):
             return str(_generation["value"])
     published = Release.objects.filter(status=Release.Status.PUBLISHED).aggregate(
         count=Count("pk"), latest=Max("published_at")
