@@ -68,7 +68,11 @@ def test_a_transient_database_error_gives_the_release_back_for_a_retry(
     assert LedgerEntry.objects.get(release=release).state == "reserved"
 
 
-def test_a_daemon_thread_reconnects_after_a_database_error(transactional_db):
+# The thread needs its own connection to the test database (so a committed one, not the test's
+# transaction); serialized_rollback like the repository's other transactional tests, so the
+# ones after it find the database as they expect.
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_daemon_thread_reconnects_after_a_database_error():
     # given an action that fails once with a dropped connection, then works
     outcomes: list[str] = []
 

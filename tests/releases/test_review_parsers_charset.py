@@ -3,6 +3,8 @@ punycode body took seconds for an anonymous client)."""
 
 import pytest
 
+from releases.models import Dataset
+
 
 @pytest.mark.parametrize("charset", ["punycode", "utf-16", "latin-1", "rot13"])
 def test_a_json_body_in_another_charset_is_a_400_naming_body(curator_client, charset):
@@ -27,6 +29,21 @@ def test_a_form_body_in_punycode_is_a_400_naming_body(anonymous_client):
     )
     assert response.status_code == 400
     assert response.json()["errors"] == {"body": ["unsupported charset; send UTF-8"]}
+
+
+def test_a_dataset_form_in_punycode_is_a_400_naming_body_and_creates_nothing(curator_client):
+    # when
+    response = curator_client.generic(
+        "POST",
+        "/api/v1/datasets/",
+        b"name=Clinic&budget_epsilon=1.0",
+        content_type="application/x-www-form-urlencoded; charset=punycode",
+    )
+
+    # then
+    assert response.status_code == 400
+    assert response.json()["errors"] == {"body": ["unsupported charset; send UTF-8"]}
+    assert Dataset.objects.count() == 0
 
 
 @pytest.mark.parametrize("charset", ["utf-8", "UTF-8", "utf8"])
