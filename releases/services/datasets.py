@@ -32,7 +32,7 @@ from privacy_engine.schema import (
 from releases.models import Dataset, Release, private_storage
 from releases.services.audit import AuditAction, audit_record
 from releases.services.errors import Conflict, ValidationFailed
-from releases.services.heartbeat import Ticker
+from releases.services.heartbeat import heartbeat
 from releases.services.storage import local_copy, storage_local_path, store_local_file
 from releases.services.tables import ConvertedTable, TableError, table_convert
 
@@ -545,16 +545,8 @@ def _conversion_heartbeat(dataset_id: int) -> Iterator[None]:
             )
         )
 
-    ticker = Ticker(
-        name=f"dataset-{dataset_id}-heartbeat",
-        interval=float(settings.RELEASE_HEARTBEAT_SECONDS),
-        action=beat,
-    )
-    ticker.start()
-    try:
+    with heartbeat(name=f"dataset-{dataset_id}-heartbeat", beat=beat):
         yield
-    finally:
-        ticker.stop()
 
 
 def dataset_reap_stale() -> list[tuple[int, str]]:

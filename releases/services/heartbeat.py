@@ -75,6 +75,18 @@ class Ticker(threading.Thread):
 
 
 @contextmanager
+def heartbeat(*, name: str, beat: Callable[[], bool]) -> Iterator[None]:
+    """Call ``beat`` every ``RELEASE_HEARTBEAT_SECONDS`` in a daemon thread while the body runs,
+    until it returns False."""
+    ticker = Ticker(name=name, interval=float(settings.RELEASE_HEARTBEAT_SECONDS), action=beat)
+    ticker.start()
+    try:
+        yield
+    finally:
+        ticker.stop()
+
+
+@contextmanager
 def release_heartbeat(*, release_id: int, claim_token: str) -> Iterator[None]:
     """Refresh ``heartbeat_at`` every ``RELEASE_HEARTBEAT_SECONDS`` while the body runs, only
     while this delivery still holds the release (running, same claim token). The reaper
@@ -88,13 +100,5 @@ def release_heartbeat(*, release_id: int, claim_token: str) -> Iterator[None]:
             logger.warning("release %s is no longer held by this delivery", release_id)
         return bool(held)
 
-    ticker = Ticker(
-        name=f"release-{release_id}-heartbeat",
-        interval=float(settings.RELEASE_HEARTBEAT_SECONDS),
-        action=beat,
-    )
-    ticker.start()
-    try:
+    with heartbeat(name=f"release-{release_id}-heartbeat", beat=beat):
         yield
-    finally:
-        ticker.stop()
