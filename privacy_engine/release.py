@@ -170,9 +170,11 @@ def _plan_one(
     schema: Schema,
     definition: Definition,
     noise: NoiseSource | None,
+    estimate: bool = False,
 ) -> PlannedStatistic:
     """One statistic planned by its kind's module (privacy_engine/kinds)."""
-    return kind_of(query).plan(query, epsilon, delta, PlanContext(schema, definition, noise))
+    context = PlanContext(schema, definition, noise, estimate=estimate)
+    return kind_of(query).plan(query, epsilon, delta, context)
 
 
 def _rooted(error: EngineValidationError) -> EngineValidationError:
@@ -194,12 +196,14 @@ def _plan_statistics(
     noise: NoiseSource | None,
     *,
     share_identical: bool = False,
+    estimate: bool = False,
 ) -> tuple[PlannedStatistic, ...]:
     """Each validated query planned with its share of the definition's ε and δ.
 
     With ``share_identical``, statistics with the same query and the same shares (equal weights
     give equal shares) are planned once and the same :class:`PlannedStatistic` stands for all of
-    them; only for numbers that are read, never for a plan that draws noise."""
+    them; with ``estimate``, Gaussian scales are estimated (``PlanContext.estimate``). Both only
+    for numbers that are read, never for a plan that draws noise."""
     # Statistics that are public under the definition (the count under Blowfish) cost nothing,
     # so the budget is shared among the others.
     weights = [
@@ -227,7 +231,7 @@ def _plan_statistics(
             planned.append(seen[key])
             continue
         try:
-            statistic = _plan_one(query, share, delta_share, schema, definition, noise)
+            statistic = _plan_one(query, share, delta_share, schema, definition, noise, estimate)
         except EngineValidationError as error:
             errors.update(_rooted(error).errors)
             continue
@@ -357,8 +361,9 @@ def accuracy_curve(
     ``epsilons`` (same weights, same everything else): ``[{"epsilon", "errors": [...]}, ...]``.
     Public facts only; used to chart the accuracy a curator buys with more ε.
 
-    Each point plans each distinct statistic once (identical statistics share their plan) and
-    each mechanism's calibration is memoized (mechanisms.py), so a point costs what the distinct
+    Each point plans each distinct statistic once (identical statistics share their plan), each
+    mechanism's calibration is memoized (mechanisms.py) and Gaussian scales are estimated (to a
+    few units in the last place, without OpenDP's check), so a point costs what the distinct
     mechanisms at that ε cost, not what the whole release does."""
     plan = plan_release(schema=schema, definition=definition, queries=queries)
     queries_typed = [s.query for s in plan.statistics]
@@ -366,7 +371,7 @@ def accuracy_curve(
     for epsilon in epsilons:
         varied = dataclasses.replace(plan.definition, epsilon=float(epsilon))
         statistics = _plan_statistics(
-            queries_typed, plan.schema, varied, None, share_identical=True
+            queries_typed, plan.schema, varied, None, share_identical=True, estimate=True
         )
         curve.append(
             {

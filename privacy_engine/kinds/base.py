@@ -129,6 +129,9 @@ class PlanContext:
     schema: Schema
     definition: Definition
     noise: NoiseSource | None
+    # A plan whose numbers are only read (the accuracy chart): Gaussian scales are estimated,
+    # unchecked by OpenDP, and its mechanisms draw no noise.
+    estimate: bool = False
 
     @property
     def norm(self) -> str:
@@ -197,6 +200,7 @@ def integer_mechanism(
             delta=delta,
             integer=True,
             noise=context.noise,
+            estimate=context.estimate,
         )
     return GeometricMechanism(sensitivity=sensitivity, epsilon=epsilon, noise=context.noise)
 
@@ -217,6 +221,7 @@ def real_mechanism(
             integer=False,
             noise=context.noise,
             vector=vector,
+            estimate=context.estimate,
         )
     return LaplaceMechanism(
         sensitivity=sensitivity, epsilon=epsilon, noise=context.noise, vector=vector
