@@ -38,9 +38,14 @@ class CleanedNumbers:
     fill: float | None
 
     def cleaned(self, table: TypedTable) -> np.ndarray:
-        values = table.numbers[self.column]
+        return self.clean(table.numbers[self.column])
+
+    def clean(self, values: np.ndarray) -> np.ndarray:
         missing = np.isnan(values)
-        values = np.where(missing, self.fill, values) if self.fill is not None else values[~missing]
+        if missing.any():
+            values = (
+                np.where(missing, self.fill, values) if self.fill is not None else values[~missing]
+            )
         return np.clip(values, self.lower, self.upper)
 
 
@@ -122,26 +127,42 @@ def _category_state(labels: Labels, request: CategoryCounts) -> np.ndarray:
     return counts.astype(np.int64)
 
 
-def partial(
-    request: Aggregate, table: TypedTable, cleaned: dict[tuple, np.ndarray] | None = None
-) -> Any:
-    """The request's state on one batch of (contribution-bounded) rows; ``cleaned`` caches a
-    column's cleaned values for the other requests on the same batch."""
+def partial(request: Aggregate, table: TypedTable) -> Any:
+    """The request's state on one batch of (contribution-bounded) rows."""
     if isinstance(request, RowCount):
         return table.row_count
     if isinstance(request, CategoryCounts):
         return _category_state(table.labels[request.column], request)
-    key = (request.column, request.lower, request.upper, request.fill)
-    cache = cleaned if cleaned is not None else {}
-    if key not in cache:
-        cache[key] = request.cleaned(table)
-    values = cache[key]
+    (state,) = _numbers_states([request], table.numbers[request.column])
+    return state
+
+
+# Numeric columns are cleaned and aggregated this many values at a time: each pass over a block
+# stays in the CPU's cache and its temporaries are reused, where whole-column temporaries cost a
+# page fault per 4 KiB (measured 2.5× slower for an exact sum of 10⁶ values).
+BLOCK_VALUES = 1 << 15
+
+
+def _numbers_state(request: CleanedNumbers, cleaned: np.ndarray) -> Any:
     if isinstance(request, GridSum):
-        return exact_sum_state(values, grid=request.grid)
+        return exact_sum_state(cleaned, grid=request.grid)
     if isinstance(request, PresentCount):
-        return len(values)
-    counts, _ = np.histogram(values, bins=np.asarray(request.edges, dtype=float))
+        return len(cleaned)
+    assert isinstance(request, BinCounts)
+    counts, _ = np.histogram(cleaned, bins=np.asarray(request.edges, dtype=float))
     return counts.astype(np.int64)
+
+
+def _numbers_states(group: Sequence[CleanedNumbers], values: np.ndarray) -> list[Any]:
+    """The states of requests that clean one column the same way, block by block."""
+    states = [empty(request) for request in group]
+    for start in range(0, len(values), BLOCK_VALUES):
+        cleaned = group[0].clean(values[start : start + BLOCK_VALUES])
+        states = [
+            merge(request, state, _numbers_state(request, cleaned))
+            for request, state in zip(group, states, strict=True)
+        ]
+    return states
 
 
 def merge(request: Aggregate, a: Any, b: Any) -> Any:
@@ -170,13 +191,32 @@ def finish(request: Aggregate, state: Any) -> Any:
     return int(state)
 
 
+def _source(request: Aggregate) -> tuple:
+    """What a request reads: requests with the same source clean its values once."""
+    if isinstance(request, CleanedNumbers):
+        return ("numbers", request.column, request.lower, request.upper, request.fill)
+    return (request,)
+
+
 def partials(requests: Sequence[Aggregate], table: TypedTable) -> list[Any]:
-    """Every request's state on one batch; a request asked twice is computed once."""
-    cleaned: dict[tuple, np.ndarray] = {}
-    states: dict[Aggregate, Any] = {}
-    for request in requests:
-        if request not in states:
-            states[request] = partial(request, table, cleaned)
+    """Every request's state on one batch; a request asked twice is computed once, and requests
+    that clean a numeric column the same way share one pass over it."""
+    groups: dict[tuple, list[Aggregate]] = {}
+    for request in dict.fromkeys(requests):
+        groups.setdefault(_source(request), []).append(request)
+
+    def states_of(group: list[Aggregate]) -> list[Any]:
+        first = group[0]
+        if isinstance(first, CleanedNumbers):
+            return _numbers_states(group, table.numbers[first.column])  # type: ignore[arg-type]
+        return [partial(first, table)]
+
+    results = [states_of(group) for group in groups.values()]
+    states = {
+        request: state
+        for group, result in zip(groups.values(), results, strict=True)
+        for request, state in zip(group, result, strict=True)
+    }
     return [states[request] for request in requests]
 
 

@@ -206,9 +206,10 @@ def labels_of(column: pa.ChunkedArray) -> Labels:
 def _unified(column: pa.ChunkedArray) -> Labels:
     column = column.unify_dictionaries()
     dictionary = column.chunk(0).dictionary
+    # Codes keep Arrow's index type (int32): widening would copy every row for nothing.
     codes = np.concatenate(
         [chunk.indices.to_numpy(zero_copy_only=False) for chunk in column.chunks]
-    ).astype(np.int64, copy=False)
+    )
     distinct = pc.unique(dictionary)
     if len(distinct) != len(dictionary):
         # Unified dictionaries are distinct in practice; if not, one code per value anyway.

@@ -76,22 +76,24 @@ _PART_MASK = (1 << _PART_BITS) - 1
 MAX_BATCH_ROWS = 2**34
 
 
-# Values per chunk: bounds the temporaries, keeps a chunk in cache, and keeps every chunk's sum of
-# whole steps (each |k| < 2⁴⁰) within 64-bit integers.
-CHUNK_VALUES = 1 << 22
-# The second grid is this many binary places finer than the first.
+# Values per chunk: keeps a chunk's temporaries in the CPU's cache (2.5× faster than chunks of
+# 2²² values at 10⁶ values) and every chunk's sums of whole steps within 64-bit integers (parts
+# below 2⁴⁰, at most 2²² of them).
+CHUNK_VALUES = 1 << 15
+# The steps are this many binary places finer than the grid.
 _FINE_PLACES = 40
+_FINE_MASK = (1 << _FINE_PLACES) - 1
 
 
 def exact_sum_state(values: np.ndarray, *, grid: float | None = None) -> dict[int, int]:
     """The exact sum of finite floats as {e: S}, meaning Σ S·2^e, with no per-row Python. States
     of parts of a table merge exactly (:func:`merge_sum_states`), in any order, on any machine.
 
-    With the ``grid`` g of the values' magnitude (:func:`sum_grid`; |x| ≤ m), each x = g·k + r
-    exactly (k = trunc(x/g): scaling by a power of two is exact; r = x − g·k is a float with
-    |r| < g), and r = h·k' + r' likewise on the grid h = g·2⁻⁴⁰ (|k'| < 2⁴⁰). The whole steps are
-    summed in 64-bit integers chunk by chunk; a value with ulp(x) ≥ h (every |x| ≥ g·2¹², such as
-    amounts in cents) leaves r' = 0, and only the rare nonzero r' take the general path."""
+    With the ``grid`` g of the values' magnitude (:func:`sum_grid`; |x| ≤ m), most values are
+    whole multiples of the step h = g·2⁻⁴⁰: every x with ulp(x) ≥ h, such as every |x| ≥ g·2¹²
+    (amounts in cents, ages). For those, k = x/h is exact (scaling by a power of two), a whole
+    number with |k| < 2⁶⁰, and the k are summed in 64-bit integers split at 2⁴⁰. Only the rare
+    others (tiny magnitudes with many significant bits) take the general path by exponent."""
     values = np.asarray(values, dtype=float)
     if values.size > MAX_BATCH_ROWS:
         raise ValueError(f"a batch holds at most {MAX_BATCH_ROWS} values")
@@ -104,22 +106,25 @@ def exact_sum_state(values: np.ndarray, *, grid: float | None = None) -> dict[in
 
 
 def _grid_sums(values: np.ndarray, grid: float) -> dict[int, int]:
+    step = grid * 2.0**-_FINE_PLACES
+    if step < 2.0**_MIN_GRID_EXPONENT:  # steps would be subnormal: scaling is no longer exact
+        return _exponent_sums(values)
+    with np.errstate(over="ignore"):  # a value too large overflows to ±inf: refused below
+        steps = values * (1.0 / step)
     # The grid's contract (sum_grid): |x| ≤ m with m/g within _STEPS_PER_VALUE. NaN fails too.
-    if values.size and not (
-        max(-float(values.min()), float(values.max())) <= grid * float(_STEPS_PER_VALUE)
-    ):
+    limit = float(_STEPS_PER_VALUE) * 2.0**_FINE_PLACES
+    if values.size and not max(-float(steps.min()), float(steps.max())) <= limit:
         raise ValueError("values beyond the magnitude of their grid")
-    state: dict[int, int] = {}
-    rest = values
-    for step in (grid, grid * 2.0**-_FINE_PLACES):
-        if step < 2.0**_MIN_GRID_EXPONENT or not rest.size:
-            break
-        whole = np.trunc(rest / step)
-        rest = rest - whole * step
-        total = int(whole.astype(np.int64).sum())
-        if total:
-            state[math.frexp(step)[1] - 1] = total
-        rest = rest[rest != 0]
+    # Truncation toward zero; a whole number of steps converts exactly (|k| < 2⁶⁰), and a value
+    # that is not one is below 2⁵², so its truncation differs from it as a float too.
+    whole = steps.astype(np.int64)
+    other = whole != steps
+    rest = values[:0]
+    if other.any():
+        rest = values[other]
+        whole[other] = 0
+    total = (int((whole >> _FINE_PLACES).sum()) << _FINE_PLACES) + int((whole & _FINE_MASK).sum())
+    state = {math.frexp(step)[1] - 1: total} if total else {}
     return merge_sum_states(state, _exponent_sums(rest))
 
 

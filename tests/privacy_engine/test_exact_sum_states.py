@@ -1,6 +1,8 @@
-"""Exact sum states (exact_sums.py): whatever the path (grid steps, the finer grid, exponents) and
-however a table is cut into chunks or batches, the state holds the exact rational sum."""
+"""Exact sum states (exact_sums.py): whatever the path (whole steps of the fine grid, exponents)
+and however a table is cut into chunks, blocks or batches, the state holds the exact rational
+sum."""
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -8,8 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privacy_engine import exact_sums
-from privacy_engine.exact_sums import exact_sum_state, merge_sum_states, sum_grid
+from privacy_engine import aggregates, exact_sums
+from privacy_engine.aggregates import BinCounts, GridSum, PresentCount, finish, partials
+from privacy_engine.columnar import TypedTable
+from privacy_engine.exact_sums import (
+    exact_sum_state,
+    merge_sum_states,
+    round_sum_state,
+    sum_grid,
+)
 
 
 def exact(state: dict[int, int]) -> Fraction:
@@ -90,3 +99,43 @@ def test_many_values_at_the_edge_of_their_grid_are_refused_not_overflowed():
     # when / then
     with pytest.raises(ValueError, match="beyond the magnitude"):
         exact_sum_state(values, grid=grid)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(st.floats(min_value=-1e6, max_value=1e6), st.just(math.nan)), max_size=40
+    ),
+    fill=st.one_of(st.none(), st.just(3.25)),
+    block=st.integers(min_value=1, max_value=7),
+)
+def test_numeric_requests_give_the_same_states_whatever_the_block_size(values, fill, block):
+    # given: a column's sum, count and histogram, cleaned the same way
+    column = np.array(values, dtype=float)
+    table = TypedTable(row_count=len(values), numbers={"x": column}, labels={})
+    shared = {"column": "x", "lower": -500.0, "upper": 1000.0, "fill": fill}
+    requests = [
+        GridSum(**shared, grid=sum_grid(1000.0)),
+        PresentCount(**shared),
+        BinCounts(**shared, edges=(-500.0, 0.0, 10.0, 1000.0)),
+    ]
+    cleaned = np.clip(
+        np.where(np.isnan(column), fill, column) if fill is not None else column[~np.isnan(column)],
+        -500.0,
+        1000.0,
+    )
+
+    # when: blocks of a few values (a block boundary inside the data) against one block
+    original = aggregates.BLOCK_VALUES
+    try:
+        aggregates.BLOCK_VALUES = block
+        blocked = [finish(r, s) for r, s in zip(requests, partials(requests, table), strict=True)]
+    finally:
+        aggregates.BLOCK_VALUES = original
+
+    # then: the whole column's exact answers
+    assert blocked == [
+        round_sum_state(exact_sum_state(cleaned, grid=requests[0].grid), requests[0].grid),
+        len(cleaned),
+        np.histogram(cleaned, bins=[-500.0, 0.0, 10.0, 1000.0])[0].tolist(),
+    ]
