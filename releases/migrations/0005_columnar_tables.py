@@ -55,30 +55,48 @@ class Migration(migrations.Migration):
 
 
 def convert_stored_uploads(apps, schema_editor):
-    """Datasets stored before tables were columnar: convert each CSV once, as uploads now are."""
-    import os
+    """Datasets stored before tables were columnar: convert each CSV once, as uploads now are,
+    through the configured storage (a directory or object storage). As for a new upload, the CSV
+    is removed once converted, or once its conversion has failed: nothing of a failed upload is
+    kept. Files are removed only after the migration's transaction commits."""
+    import tempfile
     import uuid
+    from pathlib import Path
+
+    from django.db import transaction
 
     from releases.models import private_storage
+    from releases.services.storage import local_copy, store_local_file
     from releases.services.tables import TableError, table_convert
 
     Dataset = apps.get_model("releases", "Dataset")
     storage = private_storage()
     for dataset in Dataset.objects.filter(table="").exclude(file=""):
-        name = f"tables/{uuid.uuid4().hex}.parquet"
-        target = storage.path(name)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
+        source_name = dataset.file.name
         try:
-            table_convert(storage.path(dataset.file.name), target, dialect=dataset.csv_dialect)
+            with (
+                tempfile.TemporaryDirectory() as folder,
+                local_copy(storage, source_name) as source,
+            ):
+                local = Path(folder) / "table.parquet"
+                table_convert(source, local, dialect=dataset.csv_dialect)
+                dataset.table = store_local_file(
+                    storage, local, f"tables/dataset-{dataset.pk}-{uuid.uuid4().hex}.parquet"
+                )
         except (OSError, TableError) as error:
-            dataset.status = "failed"
-            dataset.failure_reason = str(error) if isinstance(error, TableError) else (
+            reason = str(error) if isinstance(error, TableError) else (
                 "The stored upload could not be read."
             )
-            dataset.save(update_fields=["status", "failure_reason"])
-            continue
-        dataset.table = name
-        dataset.save(update_fields=["table"])
+            dataset.status = "failed"
+            dataset.failure_reason = (
+                f"{reason} (This table was stored before tables were kept in columns and could "
+                "not be converted.)"
+            )
+        dataset.file = ""
+        dataset.save(update_fields=["table", "file", "status", "failure_reason"])
+        transaction.on_commit(
+            lambda name=source_name: storage.delete(name), using=schema_editor.connection.alias
+        )
 
 
 Migration.operations.append(

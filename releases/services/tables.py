@@ -91,6 +91,15 @@ def table_dialect_detect(text: str) -> dict[str, Any]:
     }
 
 
+RFC_4180_DIALECT: dict[str, Any] = {
+    "delimiter": ",",
+    "quotechar": '"',
+    "doublequote": True,
+    "escapechar": None,
+    "skipinitialspace": False,
+}
+
+
 def _reader_options(dialect: Mapping[str, Any]) -> dict[str, Any]:
     """csv.reader keyword arguments from a stored dialect."""
     options = {
@@ -221,7 +230,8 @@ def _table_rows(
     facts = _check_bytes(handle)
     text = _text(handle)
     if dialect:
-        detected = dict(dialect)
+        # A stored dialect may predate a key (an older version's): RFC 4180 fills the gaps.
+        detected = {**RFC_4180_DIALECT, **dialect}
     else:
         try:
             detected = table_dialect_detect(text.read(DIALECT_SAMPLE_CHARACTERS))
@@ -502,7 +512,9 @@ def table_convert(
                 fast
                 and len(header) >= 2
                 and not reading.facts.empty_line
-                and not (reading.dialect.get("skipinitialspace"))
+                and not reading.dialect["skipinitialspace"]
+                and reading.dialect["doublequote"]
+                and not reading.dialect["escapechar"]
             ):
                 with open(source, "rb") as fast_handle:
                     try:
