@@ -60,23 +60,48 @@ PLAIN_DIGITS = 4300
 PLAIN_DECIMAL = r"^-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 
 
-def read_numbers(strings: pa.Array) -> np.ndarray:
-    """Each raw value read as pandas.to_numeric(errors="coerce") reads it (NaN if not a number)."""
-    candidates = pc.match_substring_regex(strings, NUMBER_START).to_numpy(zero_copy_only=False)
-    numbers = np.full(len(strings), np.nan)
-    if not candidates.any():
-        return numbers
+def _matches(strings: pa.Array, pattern: str) -> np.ndarray:
+    return pc.match_substring_regex(strings, pattern).to_numpy(zero_copy_only=False)
+
+
+def _plain(strings: pa.Array) -> np.ndarray:
     # Up to PLAIN_DIGITS characters: pandas (through Python's int) reads no longer whole number.
-    plain = pc.and_(
+    return pc.and_(
         pc.match_substring_regex(strings, PLAIN_DECIMAL),
-        pc.less_equal(pc.utf8_length(strings), PLAIN_DIGITS),
+        pc.less_equal(pc.binary_length(strings), PLAIN_DIGITS),
     ).to_numpy(zero_copy_only=False)
+
+
+# How many leading values decide which test runs first (either order gives the same answer).
+_SAMPLE_VALUES = 64
+
+
+def read_numbers(strings: pa.Array) -> np.ndarray:
+    """Each raw value read as pandas.to_numeric(errors="coerce") reads it (NaN if not a number).
+
+    Every plain decimal also has a number's start, so each value is tested by one pattern and,
+    only where needed, by the other: a column that starts with plain decimals is tested for
+    plainness first, any other for a number's start first (most text fails it at once)."""
+    numbers = np.full(len(strings), np.nan)
+    if len(strings) == 0:
+        return numbers
+    if _plain(strings.slice(0, _SAMPLE_VALUES)).all():
+        plain = _plain(strings)
+        rest = ~plain
+        if rest.any():
+            rest[rest] = _matches(strings.filter(pa.array(rest)), NUMBER_START)
+    else:
+        candidates = _matches(strings, NUMBER_START)
+        plain = np.zeros(len(strings), dtype=bool)
+        if candidates.any():
+            plain[candidates] = _plain(strings.filter(pa.array(candidates)))
+        rest = candidates & ~plain
     if plain.any():
         try:
             numbers[plain] = pc.cast(strings.filter(pa.array(plain)), pa.float64()).to_numpy()
         except pa.ArrowInvalid:  # not seen for plain decimals; should it happen, pandas decides
+            rest |= plain
             plain[:] = False
-    rest = candidates & ~plain
     if rest.any():
         series = pd.Series(strings.filter(pa.array(rest)).to_pylist(), dtype=object)
         numbers[rest] = pd.to_numeric(series, errors="coerce").to_numpy(
@@ -116,7 +141,11 @@ class ColumnarWriter:
         self.names = list(names)
         self.row_count = 0
         self._schema = _arrow_schema(self.names)
-        self._writer = pq.ParquetWriter(str(self.path), self._schema, compression="snappy")
+        # No column statistics: nothing reads them (releases scan whole columns), and writing
+        # them cost a quarter of the write.
+        self._writer = pq.ParquetWriter(
+            str(self.path), self._schema, compression="snappy", write_statistics=False
+        )
 
     def write(self, raw_columns: Sequence[Sequence[str] | pa.Array]) -> list[pa.Array]:
         """Append one batch: one sequence (or Arrow string array) of raw strings per column, all

@@ -145,8 +145,11 @@ def _check_bytes(handle: BinaryIO) -> _ByteFacts:
             raise TableError("This does not look like a CSV file (it contains binary data).")
         blank = blank and not chunk.strip()
         delimited = delimited or any(d.encode() in chunk for d in DELIMITERS)
-        joined = previous[-1:] + chunk
-        empty_line = empty_line or any(mark in joined for mark in _EMPTY_LINE_MARKS)
+        # The chunk, then its first byte after the previous chunk's last (no copy of the chunk).
+        boundary = previous[-1:] + chunk[:1]
+        empty_line = empty_line or any(
+            mark in chunk or mark in boundary for mark in _EMPTY_LINE_MARKS
+        )
         previous = chunk
     if blank:
         raise TableError("The file is empty.")
