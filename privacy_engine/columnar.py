@@ -72,6 +72,29 @@ def _plain(strings: pa.Array) -> np.ndarray:
     ).to_numpy(zero_copy_only=False)
 
 
+def _every_value_plain(strings: pa.Array) -> np.ndarray | None:
+    """The numbers of a column whose every value is missing ("") or a plain decimal, read by one
+    Arrow cast and no pattern; None for any other column.
+
+    The cast accepts decimals and words such as "inf" and "nan", and nothing else: so a cast that
+    succeeds with finite results only, on values of at most PLAIN_DIGITS characters, read plain
+    decimals only, which Arrow reads as pandas does (see :data:`PLAIN_DECIMAL`)."""
+    lengths = pc.binary_length(strings)
+    if pc.max(lengths).as_py() > PLAIN_DIGITS:
+        return None
+    empty = pc.equal(lengths, 0)
+    missing = pc.any(empty).as_py()
+    try:
+        numbers = pc.cast(
+            pc.if_else(empty, "0", strings) if missing else strings, pa.float64()
+        ).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:
+        return None
+    if not np.isfinite(numbers).all():
+        return None
+    return np.where(empty.to_numpy(zero_copy_only=False), np.nan, numbers) if missing else numbers
+
+
 # How many leading values decide which test runs first (either order gives the same answer).
 _SAMPLE_VALUES = 64
 
@@ -79,13 +102,20 @@ _SAMPLE_VALUES = 64
 def read_numbers(strings: pa.Array) -> np.ndarray:
     """Each raw value read as pandas.to_numeric(errors="coerce") reads it (NaN if not a number).
 
-    Every plain decimal also has a number's start, so each value is tested by one pattern and,
-    only where needed, by the other: a column that starts with plain decimals is tested for
-    plainness first, any other for a number's start first (most text fails it at once)."""
+    A column that starts with plain decimals (missing values aside) is first read by one cast
+    (:func:`_every_value_plain`); if that cannot vouch for it, or the column starts otherwise,
+    each value is tested by one pattern and, only where needed, by the other (every plain decimal
+    also has a number's start): plainness first for numeric-looking columns, a number's start
+    first for others (most text fails it at once)."""
     numbers = np.full(len(strings), np.nan)
     if len(strings) == 0:
         return numbers
-    if _plain(strings.slice(0, _SAMPLE_VALUES)).all():
+    sample = strings.slice(0, _SAMPLE_VALUES)
+    present = pc.greater(pc.binary_length(sample), 0).to_numpy(zero_copy_only=False)
+    if present.any() and _plain(sample)[present].all():
+        every = _every_value_plain(strings)
+        if every is not None:
+            return every
         plain = _plain(strings)
         rest = ~plain
         if rest.any():
