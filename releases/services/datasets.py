@@ -18,7 +18,6 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
-from django.utils import timezone
 
 from privacy_engine import EngineValidationError, schema_from_dict
 from privacy_engine.accounting import DELTA_PLACES, LEDGER_PLACES
@@ -31,6 +30,7 @@ from privacy_engine.schema import (
 )
 from releases.models import Dataset, Release, private_storage
 from releases.services.audit import AuditAction, audit_record
+from releases.services.clock import database_now
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.heartbeat import heartbeat
 from releases.services.storage import local_copy, storage_local_path, store_local_file
@@ -386,7 +386,7 @@ def _dataset_store(
                     "status": Dataset.Status.PROCESSING,
                     "progress": 0.0,
                     "file": staged_name,
-                    "queued_at": timezone.now(),
+                    "queued_at": database_now(),
                 }
             ),
         )
@@ -517,7 +517,7 @@ def _claim_conversion(dataset_id: int) -> str:
         )
         if locked is None or not locked.file:
             return "done"
-        now = timezone.now()
+        now = database_now()
         fresh = now - timedelta(seconds=float(settings.RELEASE_STALE_SECONDS))
         if locked.heartbeat_at is not None and locked.heartbeat_at >= fresh:
             return "busy"
@@ -541,7 +541,7 @@ def _conversion_heartbeat(dataset_id: int) -> Iterator[None]:
     def beat() -> bool:
         return bool(
             Dataset.objects.filter(pk=dataset_id, status=Dataset.Status.PROCESSING).update(
-                heartbeat_at=timezone.now()
+                heartbeat_at=database_now()
             )
         )
 
@@ -555,7 +555,7 @@ def dataset_reap_stale() -> list[tuple[int, str]]:
     conversion's time limit: its message was lost) is sent again, or failed once
     ``RELEASE_MAX_DELIVERIES`` attempts (counted when a delivery claims it). Returns (dataset
     id, outcome) pairs."""
-    now = timezone.now()
+    now = database_now()
     running_cutoff = now - timedelta(seconds=float(settings.RELEASE_STALE_SECONDS))
     queued_cutoff = now - timedelta(seconds=2 * settings.DATASET_CONVERT_TIME_LIMIT)
     stale = list(

@@ -13,9 +13,9 @@ from contextlib import contextmanager
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connections
-from django.utils import timezone
 
 from releases.models import Release
+from releases.services.clock import database_now
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def release_heartbeat(*, release_id: int, claim_token: str) -> Iterator[None]:
     def beat() -> bool:
         held = Release.objects.filter(
             pk=release_id, claim_token=claim_token, status=Release.Status.RUNNING
-        ).update(heartbeat_at=timezone.now())
+        ).update(heartbeat_at=database_now())
         if not held:
             logger.warning("release %s is no longer held by this delivery", release_id)
         return bool(held)

@@ -8,7 +8,6 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
-from django.utils import timezone
 from django.utils.text import slugify
 
 from privacy_engine import (
@@ -36,6 +35,7 @@ from privacy_engine.translation import blowfish_explanation
 from releases.models import Dataset, LedgerEntry, Release, ReleaseSeries
 from releases.selectors import dataset_budget
 from releases.services.audit import AuditAction, audit_record
+from releases.services.clock import database_now
 from releases.services.datasets import dataset_require_ready
 from releases.services.errors import Conflict, ValidationFailed
 
@@ -462,7 +462,7 @@ def _submit(*, release: Release, user) -> Release:
         locked.schema = dataset.schema
         locked.preview = plan.preview()
         locked.epsilon_charged, locked.delta_charged = epsilon, delta
-        locked.submitted_at = timezone.now()
+        locked.submitted_at = database_now()
         locked.save()
         audit_record(
             actor=user,

@@ -45,6 +45,7 @@ from privacy_engine.engines import EngineChoice
 from releases.models import LedgerEntry, NoisyAnswer, Release, ReleaseFile, ReleaseSeries
 from releases.selectors import release_answer_statistics
 from releases.services.audit import AuditAction, audit_record
+from releases.services.clock import database_now
 from releases.services.datasets import dataset_reap_stale
 from releases.services.heartbeat import Ticker, release_heartbeat
 from releases.services.releases import series_next_version
@@ -92,7 +93,7 @@ def _claim(release_id: int, worker: str) -> str | None:
         release = Release.objects.select_for_update().get(pk=release_id)
         if release.status != Release.Status.QUEUED:
             return None
-        now = timezone.now()
+        now = database_now()
         release.status = Release.Status.RUNNING
         release.claim_token = uuid.uuid4().hex
         release.claimed_at = now
@@ -390,7 +391,7 @@ def _unclaim(release_id: int, claim_token: str) -> None:
             status=Release.Status.QUEUED,
             claim_token="",
             claimed_at=None,
-            heartbeat_at=timezone.now(),
+            heartbeat_at=database_now(),
         )
     except DatabaseError as error:
         logger.warning("release %s could not be requeued: %s", release_id, type(error).__name__)
@@ -458,7 +459,7 @@ def _reap_one(release_id: int, *, running_cutoff: datetime, queued_cutoff: datet
     with transaction.atomic():
         release = Release.objects.select_for_update().get(pk=release_id)
         last_seen = release.heartbeat_at or release.claimed_at or release.submitted_at
-        now = timezone.now()
+        now = database_now()
         if release.status == Release.Status.RUNNING and last_seen < running_cutoff:
             stops = release.deliveries + 1
             max_deliveries = settings.RELEASE_MAX_DELIVERIES
@@ -508,7 +509,7 @@ def release_reap_stale(*, older_than: timedelta | None = None) -> list[ReapedRel
     submission or since it was last queued again) gets a new message: its first one was lost.
     A message that turns up later anyway finds nothing to do.
     """
-    now = timezone.now()
+    now = database_now()
     running_cutoff = now - timedelta(seconds=float(settings.RELEASE_STALE_SECONDS))
     queued_cutoff = now - (
         older_than
