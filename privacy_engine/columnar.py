@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 FORMAT = "1"
@@ -277,9 +278,21 @@ def _unified(column: pa.ChunkedArray) -> Labels:
     return Labels(codes=codes, dictionary=dictionary)
 
 
+def table_source(location: str | Path) -> tuple[pafs.FileSystem, str]:
+    """The file system and path of a stored table: a local path, or a URI such as
+    ``s3://bucket/key?endpoint_override=http://host:9000&scheme=http``, which each process
+    resolves with its own credentials (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``), so none
+    travel with the location."""
+    location = str(location)
+    if "://" in location:
+        return pafs.FileSystem.from_uri(location)
+    return pafs.LocalFileSystem(), location
+
+
 def stored_names(path: str | Path) -> list[str]:
-    """The header names of a stored table, in file order."""
-    metadata = pq.read_schema(str(path)).metadata or {}
+    """The header names of a stored table (a local path or a URI), in file order."""
+    filesystem, name = table_source(path)
+    metadata = pq.read_schema(name, filesystem=filesystem).metadata or {}
     layout = json.loads(metadata[METADATA_KEY])
     if layout.get("format") != FORMAT:
         raise ValueError("unknown columnar format")

@@ -43,6 +43,7 @@ from privacy_engine.columnar import (
     number_field,
     read_typed,
     stored_names,
+    table_source,
     text_field,
 )
 
@@ -257,10 +258,20 @@ def _fields(numbers: list[str], labels: list[str], index: dict[str, int]) -> lis
     )
 
 
+def _parquet_file(location: str) -> pq.ParquetFile:
+    filesystem, name = table_source(location)
+    return pq.ParquetFile(name, filesystem=filesystem)
+
+
+def _read_row_group(location: str, group: int, fields: list[str]) -> pd.DataFrame:
+    """One row group's columns (runs on a Dask worker, which opens the location itself)."""
+    return _parquet_file(location).read_row_group(group, columns=fields).to_pandas()
+
+
 def _count_only(path: str, requests: Sequence[Aggregate]) -> Aggregated:
     """Requests that read no column (a row count without a person key): the file's metadata."""
     started = time.perf_counter()
-    rows = pq.ParquetFile(path).metadata.num_rows
+    rows = _parquet_file(path).metadata.num_rows
     table = TypedTable(row_count=rows, numbers={}, labels={})
     answers = [finish(r, s) for r, s in zip(requests, partials(requests, table), strict=True)]
     return Aggregated(answers, {"read_s": time.perf_counter() - started, "compute_s": 0.0})
@@ -310,7 +321,11 @@ def _add_counts(earlier: Any, counts: Any, per_person: int) -> Any:
 class DistributedEngine:
     """A Dask cluster (``scheduler_address``, or an existing ``client``) computes each
     partition's partial states; this process merges them. Reading and computing happen together
-    on the workers, so ``compute_s`` covers both and ``read_s`` is 0."""
+    on the workers, so ``compute_s`` covers both and ``read_s`` is 0.
+
+    Each worker reads its row groups from the table's location itself: a path on a file system
+    the workers share, or an object storage URI (:func:`~privacy_engine.columnar.table_source`),
+    so the table never passes through this process."""
 
     name = "distributed"
 
@@ -324,7 +339,6 @@ class DistributedEngine:
         self, path: str | Path, requests: Sequence[Aggregate], bound: Bound
     ) -> Aggregated:
         import dask
-        import dask.dataframe as dd
         from distributed import Client
 
         path = str(path)
@@ -336,13 +350,13 @@ class DistributedEngine:
         started = time.perf_counter()
         client = self.client or Client(self.scheduler_address)
         try:
-            # One partition per row group: a large file spreads over the workers.
             # One partition per row group, in file order: a large file spreads over the workers.
-            frame = dd.read_parquet(path, columns=fields, split_row_groups=True)
+            groups = _parquet_file(path).metadata.num_row_groups
             key = None if bound.person_key is None else text_field(index[bound.person_key])
             earlier = dask.delayed(pd.Series)(dtype="int64")
             parts = []
-            for part in frame.to_delayed():
+            for group in range(groups):
+                part = dask.delayed(_read_row_group)(path, group, fields)
                 parts.append(
                     dask.delayed(_partition_states)(
                         part, list(requests), numbers, labels, index, key, earlier, bound.per_person

@@ -25,6 +25,7 @@ import json
 import logging
 import time
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -49,7 +50,7 @@ from releases.services.clock import database_now
 from releases.services.datasets import dataset_reap_stale
 from releases.services.heartbeat import Ticker, release_heartbeat
 from releases.services.releases import series_next_version
-from releases.services.storage import local_copy
+from releases.services.storage import local_copy, object_storage_uri
 
 logger = logging.getLogger(__name__)
 
@@ -145,18 +146,28 @@ def _draw(release_id: int, claim_token: str) -> None:
     dataset = release.dataset
     if dataset.status != dataset.Status.READY or not dataset.table:
         raise ReleaseFailure("The uploaded table is not ready.")
+    engine = EngineChoice(
+        kind=settings.RELEASE_ENGINE,
+        memory_budget_bytes=settings.RELEASE_MEMORY_BUDGET_BYTES,
+        scheduler_address=settings.DASK_SCHEDULER_ADDRESS,
+    )
+    # The distributed engine's workers read object storage themselves; the other engines read
+    # a local file (a temporary copy when the table is in object storage).
+    uri = (
+        object_storage_uri(dataset.table.storage, dataset.table.name)
+        if engine.kind == "distributed"
+        else None
+    )
     try:
-        with local_copy(dataset.table.storage, dataset.table.name) as table_path:
+        with (
+            nullcontext(uri) if uri else local_copy(dataset.table.storage, dataset.table.name)
+        ) as table_path:
             result = release_stored_table(
                 table_path,
                 schema=release.schema,
                 definition=release.definition,
                 queries=release.queries,
-                engine=EngineChoice(
-                    kind=settings.RELEASE_ENGINE,
-                    memory_budget_bytes=settings.RELEASE_MEMORY_BUDGET_BYTES,
-                    scheduler_address=settings.DASK_SCHEDULER_ADDRESS,
-                ),
+                engine=engine,
             )
     except EngineValidationError as error:
         raise ReleaseFailure(f"The release plan is not valid: {error}") from None

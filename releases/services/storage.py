@@ -6,6 +6,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote, urlencode, urlsplit
 
 from django.core.files import File
 from django.core.files.storage import Storage
@@ -43,3 +44,23 @@ def store_local_file(storage: Storage, local: str | Path, name: str) -> str:
         return name
     with open(local, "rb") as handle:
         return storage.save(name, File(handle, name=Path(name).name))
+
+
+def object_storage_uri(storage: Storage, name: str) -> str | None:
+    """The stored file ``name`` as an ``s3://`` URI that pyarrow opens (with the endpoint, scheme
+    and region of a non-AWS store), or None for a file system storage. It carries no credentials:
+    each process that opens it uses its own (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``)."""
+    if storage_local_path(storage):
+        return None
+    key = storage._normalize_name(name)  # the object key, with the storage's location prefix
+    query: dict[str, str] = {}
+    endpoint = getattr(storage, "endpoint_url", None)
+    if endpoint:
+        parsed = urlsplit(endpoint)
+        query["endpoint_override"] = parsed.netloc
+        query["scheme"] = parsed.scheme
+    region = getattr(storage, "region_name", None)
+    if region:
+        query["region"] = region
+    suffix = f"?{urlencode(query)}" if query else ""
+    return f"s3://{storage.bucket_name}/{quote(key)}{suffix}"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from releases.models import Dataset
+from releases.models import AuditEvent, Dataset
 from tests.conftest import CLINIC_CSV, CLINIC_SCHEMA, csv_cells, csv_upload, draft_body
 from tests.processes import free_port
 
@@ -130,3 +130,48 @@ def test_a_large_upload_converts_from_object_storage_and_the_upload_is_deleted(
         CLINIC_CSV
     )
     assert local_files(settings) == []
+
+
+def test_the_distributed_engine_reads_the_table_from_object_storage_itself(
+    bucket, curator, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    # given a table in the bucket, a local Dask cluster of two worker processes whose own
+    # environment holds the store's credentials, and no local copy allowed
+    from distributed import LocalCluster
+
+    from releases.services import runs
+    from releases.services.datasets import dataset_create, dataset_schema_update
+    from releases.services.releases import release_draft_create, release_submit
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
+    dataset = dataset_create(owner=curator, name="Clinic", upload=csv_upload(), budget_epsilon="1")
+    dataset = dataset_schema_update(dataset=dataset, user=curator, schema=CLINIC_SCHEMA)
+    draft = release_draft_create(
+        user=curator,
+        dataset=dataset,
+        title="Clinic",
+        definition={"kind": "pure_dp", "epsilon": 0.5},
+        queries=draft_body(dataset.pk)["queries"],
+    )
+
+    def no_local_copy(*args, **kwargs):
+        raise AssertionError("the table was copied to this machine")
+
+    monkeypatch.setattr(runs, "local_copy", no_local_copy)
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        settings.RELEASE_ENGINE = "distributed"
+        settings.DASK_SCHEDULER_ADDRESS = cluster.scheduler_address
+
+        # when
+        with django_capture_on_commit_callbacks(execute=True):
+            release = release_submit(release=draft, user=curator)
+
+    # then it was published by the distributed engine, with the table's true row count
+    release.refresh_from_db()
+    assert release.status == "published", release.failure_reason
+    assert release.timings["read_s"] == 0.0  # the workers read; this process did not
+    drawn = AuditEvent.objects.get(object_id=str(release.pk), action="task.noise_drawn")
+    assert drawn.details["engine"] == "distributed"
