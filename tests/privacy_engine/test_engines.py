@@ -188,6 +188,22 @@ def test_auto_choice_streams_a_table_whose_columns_exceed_the_memory_budget(stor
         EngineChoice(kind="spark")
 
 
+def test_auto_choice_sorts_person_keys_out_of_core_beyond_a_row_count(stored, monkeypatch):
+    # given a plan bounded by a person key, on a table of ROWS rows
+    plan = plan_release(schema=SCHEMA, definition=DEFINITION, queries=QUERIES)
+    flat = [request for wanted in _plan_requests(plan) for request in wanted]
+    keyed = Bound(person_key="person", per_person=1)
+
+    # when the limit is at the table's size, then one row below it
+    at_limit = EngineChoice().engine_for(stored, flat, keyed).name
+    monkeypatch.setattr(engines, "PERSON_KEY_IN_PROCESS_MAX_ROWS", ROWS - 1)
+    above = EngineChoice().engine_for(stored, flat, keyed).name
+
+    # then: in process up to the limit, out of core above it; rows alone stay in process
+    assert (at_limit, above) == ("in_process", "out_of_core")
+    assert EngineChoice().engine_for(stored, flat, Bound()).name == "in_process"
+
+
 def test_a_release_says_which_engine_computed_it(stored):
     result = release_stored_table(
         stored,
