@@ -56,9 +56,10 @@ class Migration(migrations.Migration):
 
 def convert_stored_uploads(apps, schema_editor):
     """Datasets stored before tables were columnar: convert each CSV once, as uploads now are,
-    through the configured storage (a directory or object storage). As for a new upload, the CSV
-    is removed once converted, or once its conversion has failed: nothing of a failed upload is
-    kept. Files are removed only after the migration's transaction commits."""
+    through the configured storage (a directory or object storage). A converted CSV is removed,
+    as for a new upload, once the migration's transaction commits. A CSV that cannot be
+    converted is kept (the dataset is marked failed, with the reason): it was usable before this
+    version, and the reason may be passing (a full disk, a storage error), so nothing is lost."""
     import tempfile
     import uuid
     from pathlib import Path
@@ -71,32 +72,45 @@ def convert_stored_uploads(apps, schema_editor):
 
     Dataset = apps.get_model("releases", "Dataset")
     storage = private_storage()
-    for dataset in Dataset.objects.filter(table="").exclude(file=""):
-        source_name = dataset.file.name
-        try:
-            with (
-                tempfile.TemporaryDirectory() as folder,
-                local_copy(storage, source_name) as source,
-            ):
-                local = Path(folder) / "table.parquet"
-                table_convert(source, local, dialect=dataset.csv_dialect)
-                dataset.table = store_local_file(
-                    storage, local, f"tables/dataset-{dataset.pk}-{uuid.uuid4().hex}.parquet"
+    stored_tables: list[str] = []
+    try:
+        for dataset in Dataset.objects.filter(table="").exclude(file=""):
+            source_name = dataset.file.name
+            try:
+                with (
+                    tempfile.TemporaryDirectory() as folder,
+                    local_copy(storage, source_name) as source,
+                ):
+                    local = Path(folder) / "table.parquet"
+                    table_convert(source, local, dialect=dataset.csv_dialect)
+                    table_name = store_local_file(
+                        storage, local, f"tables/dataset-{dataset.pk}-{uuid.uuid4().hex}.parquet"
+                    )
+            except (OSError, TableError) as error:
+                reason = str(error) if isinstance(error, TableError) else (
+                    "The stored upload could not be read."
                 )
-        except (OSError, TableError) as error:
-            reason = str(error) if isinstance(error, TableError) else (
-                "The stored upload could not be read."
+                dataset.status = "failed"
+                dataset.failure_reason = (
+                    f"{reason} (This table was stored before tables were kept in columns and "
+                    "could not be converted; its file was kept.)"
+                )
+                dataset.save(update_fields=["status", "failure_reason"])
+                continue
+            stored_tables.append(table_name)
+            dataset.table = table_name
+            dataset.file = ""
+            dataset.save(update_fields=["table", "file"])
+            transaction.on_commit(
+                lambda name=source_name: storage.delete(name),
+                using=schema_editor.connection.alias,
+                robust=True,
             )
-            dataset.status = "failed"
-            dataset.failure_reason = (
-                f"{reason} (This table was stored before tables were kept in columns and could "
-                "not be converted.)"
-            )
-        dataset.file = ""
-        dataset.save(update_fields=["table", "file", "status", "failure_reason"])
-        transaction.on_commit(
-            lambda name=source_name: storage.delete(name), using=schema_editor.connection.alias
-        )
+    except BaseException:
+        # The transaction rolls back: no dataset points at the tables stored so far.
+        for name in stored_tables:
+            storage.delete(name)
+        raise
 
 
 Migration.operations.append(

@@ -57,7 +57,11 @@ def object_storage_uri(storage: Storage, name: str) -> str | None:
     endpoint = getattr(storage, "endpoint_url", None)
     if endpoint:
         parsed = urlsplit(endpoint)
-        query["endpoint_override"] = parsed.netloc
+        # Host and port only: credentials written into the endpoint must not travel with the
+        # location (Dask logs a failed task's arguments).
+        query["endpoint_override"] = (
+            f"{parsed.hostname}:{parsed.port}" if parsed.port else str(parsed.hostname)
+        )
         query["scheme"] = parsed.scheme
     region = getattr(storage, "region_name", None)
     if region:

@@ -1,6 +1,7 @@
 """Migration 0005 converts datasets stored as CSV before tables were columnar, through the
-configured storage, and keeps no CSV afterwards: a converted upload keeps its Parquet table, a
-failed one keeps nothing, as new uploads do."""
+configured storage: a converted upload keeps its Parquet table and loses its CSV, as new uploads
+do; one that cannot be converted is marked failed and keeps its CSV (it was usable before, and
+the reason may be passing), so the migration never loses a table."""
 
 import pytest
 from django.core.files.base import ContentFile
@@ -11,6 +12,8 @@ from privacy_engine.columnar import read_typed
 from releases.models import private_storage
 
 BEFORE = [("releases", "0004_integrity_fields")]
+# Migrating needs committed tables (transaction=True); serialized_rollback restores the database
+# as the transactional tests after these expect it.
 AFTER = [("releases", "0006_conversion_recovery")]
 
 
@@ -21,8 +24,8 @@ def migrate(targets):
     return executor.loader.project_state(targets).apps
 
 
-@pytest.mark.django_db(transaction=True)
-def test_legacy_csvs_are_converted_once_and_no_csv_is_kept():
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_legacy_csvs_are_converted_once_and_a_failed_one_keeps_its_csv():
     # given: two datasets stored as CSV before migration 0005, one that no longer parses
     old_apps = migrate(BEFORE)
     User = old_apps.get_model("auth", "User")
@@ -44,7 +47,8 @@ def test_legacy_csvs_are_converted_once_and_no_csv_is_kept():
     # when
     new_apps = migrate(AFTER)
 
-    # then: the good one reads from its table, the bad one failed naming its row; no CSV left
+    # then: the good one reads from its table without its CSV; the bad one failed naming its row
+    # and kept its CSV
     Dataset = new_apps.get_model("releases", "Dataset")
     good, bad = Dataset.objects.get(pk=good.pk), Dataset.objects.get(pk=bad.pk)
     assert good.status == "ready"
@@ -56,6 +60,36 @@ def test_legacy_csvs_are_converted_once_and_no_csv_is_kept():
     assert bad.status == "failed"
     assert bad.failure_reason.startswith("Row 2 has 3 fields")
     assert "stored before tables were kept in columns" in bad.failure_reason
-    assert (bad.file.name, bad.table.name) == ("", "")
+    assert (bad.file.name, bad.table.name) == (bad_name, "")
     assert not storage.exists(good_name)
-    assert not storage.exists(bad_name)
+    assert storage.exists(bad_name)
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_passing_storage_error_keeps_the_csv(monkeypatch):
+    # given a legacy dataset, and a disk that is full while the migration converts it
+    from releases.services import tables
+
+    old_apps = migrate(BEFORE)
+    owner = old_apps.get_model("auth", "User").objects.create(username="legacy-curator")
+    Dataset = old_apps.get_model("releases", "Dataset")
+    storage = private_storage()
+    name = storage.save("datasets/good.csv", ContentFile(b"age,city\n31,Oslo\n"))
+    dataset = Dataset.objects.create(
+        name="good", file=name, owner=owner, budget_epsilon=1, columns=["age", "city"], row_count=1
+    )
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tables, "table_convert", disk_full)
+
+    # when
+    new_apps = migrate(AFTER)
+
+    # then: failed, with its CSV still there to convert later
+    dataset = new_apps.get_model("releases", "Dataset").objects.get(pk=dataset.pk)
+    assert dataset.status == "failed"
+    assert dataset.failure_reason.startswith("The stored upload could not be read.")
+    assert dataset.file.name == name
+    assert storage.exists(name)

@@ -175,3 +175,23 @@ def test_the_distributed_engine_reads_the_table_from_object_storage_itself(
     assert release.timings["read_s"] == 0.0  # the workers read; this process did not
     drawn = AuditEvent.objects.get(object_id=str(release.pk), action="task.noise_drawn")
     assert drawn.details["engine"] == "distributed"
+
+
+def test_a_table_location_carries_no_credentials_from_the_endpoint(bucket, settings):
+    # given an endpoint URL with credentials written into it
+    from releases.models import private_storage
+    from releases.services.storage import object_storage_uri
+
+    settings.OBJECT_STORAGE = {
+        **settings.OBJECT_STORAGE,
+        "endpoint_url": "http://key:secret@127.0.0.1:9000/",
+    }
+
+    # when
+    uri = object_storage_uri(private_storage(), "tables/t.parquet")
+
+    # then
+    assert uri == (
+        f"s3://{bucket.name}/private/tables/t.parquet"
+        "?endpoint_override=127.0.0.1%3A9000&scheme=http&region=us-east-1"
+    )
