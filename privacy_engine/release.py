@@ -47,19 +47,16 @@ from privacy_engine.errors import EngineValidationError, prefix_errors
 from privacy_engine.kinds import PlanContext, PlannedStatistic, StatisticResult, kind_of
 from privacy_engine.noise import NoiseSource
 from privacy_engine.policies import check_policy_against_schema
-from privacy_engine.queries import Count, Query, query_from_dict
+from privacy_engine.queries import Query, query_from_dict
 from privacy_engine.schema import (
     MAX_ROWS,
     NumericColumn,
     Schema,
     schema_from_dict,
 )
-from privacy_engine.sensitivity import (
-    count_sensitivity,
-    missing_is_public,
-)
+from privacy_engine.sensitivity import missing_is_public
 
-# Bounds on one request's work: statistics per release (bins are bounded in queries.py).
+# Bounds on one request's work: statistics per release (bins are bounded in kinds/histogram.py).
 MAX_QUERIES = 100
 
 
@@ -206,10 +203,7 @@ def _plan_statistics(
     for numbers that are read, never for a plan that draws noise."""
     # Statistics that are public under the definition (the count under Blowfish) cost nothing,
     # so the budget is shared among the others.
-    weights = [
-        0.0 if isinstance(q, Count) and count_sensitivity(definition) == 0 else q.weight
-        for q in queries
-    ]
+    weights = [0.0 if kind_of(q).is_public(q, definition) else q.weight for q in queries]
     if not any(weights):
         weights = [1.0] * len(queries)
     shares = split_epsilon(definition.epsilon, weights)

@@ -23,7 +23,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privacy_engine.definitions import (
     ApproxDP,
@@ -41,8 +41,10 @@ from privacy_engine.definitions import (
 from privacy_engine.errors import EngineValidationError
 from privacy_engine.exact_sums import ceil_to_grid, float_up, sqrt_up, sum_grid
 from privacy_engine.policies import check_policy_against_schema
-from privacy_engine.queries import Count, Histogram, Mean, Query, Sum, query_from_dict
 from privacy_engine.schema import MAX_ROWS, NumericColumn, Schema, format_number, schema_from_dict
+
+if TYPE_CHECKING:
+    from privacy_engine.kinds import Query
 
 COUNT_SENSITIVITY = 1
 BLOWFISH_HISTOGRAM_SENSITIVITY = 2
@@ -235,26 +237,13 @@ def sensitivity(
     For a mean this is the sensitivity of its sum part. Accepts the API's JSON shapes or the
     engine's typed objects.
     """
+    # Imported here: the kinds are built on this module's formulas, so they import it first.
+    from privacy_engine.kinds import PlanContext, kind_of
+    from privacy_engine.queries import query_from_dict
+
     schema = schema_from_dict(schema)
     definition = definition_from_dict(with_default_delta(definition, schema.declared_size))
     if isinstance(definition, Blowfish):
         check_policy_against_schema(definition.policy, schema)
     query = query_from_dict(query, schema)
-    norm = "l2" if isinstance(definition, ApproxDP) else "l1"
-    # With a person key, one protected unit is up to c rows.
-    c = schema.rows_per_person
-    if isinstance(query, Count):
-        return c * count_sensitivity(definition)
-    if isinstance(query, Histogram):
-        return c * histogram_sensitivity(definition)
-    if isinstance(query, Sum | Mean):
-        names = query.summed_columns if isinstance(query, Sum) else (query.column,)
-        columns = {name: schema.column(name) for name in names}
-        assert all(isinstance(col, NumericColumn) for col in columns.values())
-        return sum_sensitivity(
-            columns,  # type: ignore[arg-type]
-            definition,
-            norm=norm,
-            rows_per_person=c,
-        )
-    raise TypeError(f"unsupported query {query!r}")
+    return kind_of(query).sensitivity(query, PlanContext(schema, definition, noise=None))

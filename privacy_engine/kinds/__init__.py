@@ -1,23 +1,33 @@
 """Query kinds, one module each, registered by kind name (see base.py for what a kind declares).
 Importing this package registers every kind."""
 
-from privacy_engine.kinds import count, histogram, mean, sum  # noqa: F401  (registers them)
+# Registration order is the order the kinds are listed in (QUERY_KINDS, errors, the web form).
+# isort: off
+from privacy_engine.kinds import count, histogram, sum, mean  # noqa: F401  (registers them)
+
+# isort: on
 from privacy_engine.kinds.base import (
     PlanContext,
     PlannedStatistic,
+    Query,
     QueryKind,
     StatisticResult,
+    kind_named,
     kind_of,
     register,
     registered_kinds,
+    unregister,
 )
 
 __all__ = [
     "PlanContext",
     "PlannedStatistic",
+    "Query",
     "QueryKind",
     "StatisticResult",
+    "kind_named",
     "kind_of",
     "register",
     "registered_kinds",
+    "unregister",
 ]

@@ -1,20 +1,25 @@
 """What every query kind module builds on: the planned and published statistic, the mechanisms'
 choice, and the registry of kinds.
 
-A kind module declares, for one query kind: its exact aggregates (what an engine computes,
-aggregates.py), its plan (sensitivity under the definition, mechanisms, the interval it promises),
-the shape of its exact answer, and its release (noise drawn on the answer, then post-processing
-with public facts only). Adding a kind means adding one module, registering it with
-:func:`register`, and its tests.
+A kind module declares, for one query kind: its query type and how it reads, checks and writes
+its JSON spec (parse, validate against the schema, to_dict), its sensitivity under the definition,
+its exact aggregates (what an engine computes, aggregates.py), its plan (mechanisms, the interval
+it promises), the shape of its exact answer, and its release (noise drawn on the answer, then
+post-processing with public facts only). Adding a kind means adding one module that subclasses
+:class:`QueryKind` and registers itself with :func:`register`, and its tests: queries.py,
+sensitivity.py and release.py only look kinds up here.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from privacy_engine.aggregates import Aggregate
 from privacy_engine.definitions import ApproxDP, Definition
+from privacy_engine.errors import EngineValidationError
 from privacy_engine.mechanisms import (
     ExactRelease,
     GaussianMechanism,
@@ -22,7 +27,22 @@ from privacy_engine.mechanisms import (
     LaplaceMechanism,
 )
 from privacy_engine.noise import NoiseSource
-from privacy_engine.schema import NumericColumn, Schema
+from privacy_engine.schema import Column, NumericColumn, Schema
+
+
+class Query(Protocol):
+    """What every query has, whatever its kind (each kind's module defines its own frozen
+    dataclass): its kind's name, its accuracy weight, and the one column it reads, if any."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def weight(self) -> float: ...
+
+    @property
+    def column(self) -> str | None: ...
+
 
 Mechanism = GeometricMechanism | LaplaceMechanism | GaussianMechanism | ExactRelease
 
@@ -31,7 +51,7 @@ Mechanism = GeometricMechanism | LaplaceMechanism | GaussianMechanism | ExactRel
 class PlannedStatistic:
     """One statistic with its mechanisms built: everything public about it before it runs."""
 
-    query: Any
+    query: Query
     epsilon: float
     delta: float
     mechanism: str
@@ -144,20 +164,52 @@ class PlanContext:
         return self.schema.rows_per_person
 
 
-class QueryKind(Protocol):
+class QueryKind(ABC):
+    """One query kind. Its module subclasses this, names the kind and its query type, and
+    registers an instance; every method takes that query type."""
+
     name: str
     query_type: type
 
+    @abstractmethod
+    def parse(self, spec: Mapping[str, Any], weight: float) -> Any:
+        """The query from its JSON spec, whose ``kind`` and ``weight`` are already checked;
+        raises :class:`EngineValidationError` naming the spec's fields."""
+
+    @abstractmethod
+    def validate(self, query: Any, schema: Schema) -> None:
+        """Check the query against the declared schema (queries built in Python included)."""
+
+    @abstractmethod
+    def to_dict(self, query: Any) -> dict[str, Any]:
+        """The kind's own fields of the JSON spec, as :meth:`parse` reads them (``kind`` and
+        ``weight`` are written by ``queries.query_to_dict``)."""
+
+    @abstractmethod
     def columns(self, query: Any) -> tuple[str, ...]: ...
 
+    @abstractmethod
+    def sensitivity(self, query: Any, context: PlanContext) -> float:
+        """Global sensitivity of the answer under the context's definition, in its norm (for
+        an answer built from several noisy parts, that of the part it publishes as its own)."""
+
+    def is_public(self, query: Any, definition: Definition) -> bool:
+        """True when the definition makes the exact answer public: it then costs no ε, so its
+        weight takes no share of the budget."""
+        return False
+
+    @abstractmethod
     def plan(
         self, query: Any, epsilon: float, delta: float, context: PlanContext
     ) -> PlannedStatistic: ...
 
+    @abstractmethod
     def aggregates(self, query: Any, schema: Schema) -> list[Aggregate]: ...
 
+    @abstractmethod
     def exact_answer(self, query: Any, answers: list[Any]) -> Any: ...
 
+    @abstractmethod
     def release(
         self, planned: PlannedStatistic, exact: Any, schema: Schema, common: dict[str, Any]
     ) -> StatisticResult: ...
@@ -167,9 +219,14 @@ _KINDS: dict[str, QueryKind] = {}
 
 
 def register(kind: QueryKind) -> QueryKind:
-    """Make ``kind`` the module that plans, aggregates and releases its query type."""
+    """Make ``kind`` the module that parses, plans, aggregates and releases its query type."""
     _KINDS[kind.name] = kind
     return kind
+
+
+def unregister(name: str) -> None:
+    """Forget a registered kind (a test's toy kind)."""
+    del _KINDS[name]
 
 
 def kind_of(query: Any) -> QueryKind:
@@ -179,11 +236,40 @@ def kind_of(query: Any) -> QueryKind:
         raise TypeError(f"unsupported query {query!r}") from None
 
 
+def kind_named(name: str) -> QueryKind:
+    """The registered kind called ``name`` (one of :func:`registered_kinds`)."""
+    return _KINDS[name]
+
+
 def registered_kinds() -> tuple[str, ...]:
+    """The kinds' names in registration order."""
     return tuple(_KINDS)
 
 
 # --- building blocks the kinds share ----------------------------------------------------------
+
+
+def column_named(spec: Mapping[str, Any]) -> str:
+    """The spec's ``column``, which a statistic of one column must name."""
+    column = spec.get("column")
+    if not isinstance(column, str):
+        raise EngineValidationError.single("column", "name the column this statistic uses")
+    return column
+
+
+def declared_column(query: Any, schema: Schema) -> Column:
+    """The schema's column the query names."""
+    if query.column not in schema.columns:
+        raise EngineValidationError.single("column", "no such column in the schema")
+    return schema.column(query.column)
+
+
+def numeric_column(query: Any, schema: Schema) -> NumericColumn:
+    """The schema's numeric column the query names."""
+    column = declared_column(query, schema)
+    if not isinstance(column, NumericColumn):
+        raise EngineValidationError.single("column", f"a {query.kind} needs a numeric column")
+    return column
 
 
 def integer_mechanism(

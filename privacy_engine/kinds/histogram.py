@@ -4,38 +4,116 @@ column. One record moves one record between cells: the sensitivity is that of th
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from privacy_engine.aggregates import Aggregate, BinCounts, CategoryCounts
+from privacy_engine.errors import EngineValidationError
 from privacy_engine.kinds.base import (
     PlanContext,
     PlannedStatistic,
+    QueryKind,
     StatisticResult,
     cleaned_numbers,
+    column_named,
     count_interval,
+    declared_column,
     integer_mechanism,
     register,
     single,
 )
-from privacy_engine.queries import Histogram, bin_labels
-from privacy_engine.schema import CategoricalColumn, Schema
+from privacy_engine.schema import (
+    CategoricalColumn,
+    NumericColumn,
+    Schema,
+    finite_float,
+    format_number,
+)
 from privacy_engine.sensitivity import histogram_sensitivity
 
+# Bounds one request's work: cells per histogram.
+MAX_BINS = 1000
 
-class HistogramKind:
+
+@dataclass(frozen=True)
+class Histogram:
+    """Records per declared category, or per bin of a numeric column.
+
+    ``bins`` are increasing edges from the column's lower to its upper bound; each bin is
+    [a, b) except the last, which is [a, b].
+    """
+
+    column: str
+    bins: tuple[float, ...] | None = None
+    weight: float = 1.0
+    kind: str = field(default="histogram", init=False)
+
+
+def bin_labels(edges: tuple[float, ...]) -> tuple[str, ...]:
+    """Labels "[a, b)" per bin ("[a, b]" for the last), each edge written so that it reads back
+    as exactly that edge: distinct edges always give distinct labels, hence one cell per bin."""
+    last = len(edges) - 2
+    return tuple(
+        f"[{format_number(lo)}, {format_number(hi)}{']' if i == last else ')'}"
+        for i, (lo, hi) in enumerate(itertools.pairwise(edges))
+    )
+
+
+class HistogramKind(QueryKind):
     name = "histogram"
     query_type = Histogram
+
+    def parse(self, spec: Mapping[str, Any], weight: float) -> Histogram:
+        column = column_named(spec)
+        bins = spec.get("bins")
+        if bins is not None:
+            edges = [finite_float(b) for b in bins] if isinstance(bins, list) else [None]
+            if any(edge is None for edge in edges):
+                raise EngineValidationError.single("bins", "must be a list of numbers")
+            bins = tuple(edge for edge in edges if edge is not None)
+        return Histogram(column=column, bins=bins, weight=weight)
+
+    def validate(self, query: Histogram, schema: Schema) -> None:
+        column = declared_column(query, schema)
+        if isinstance(column, CategoricalColumn):
+            if query.bins is not None:
+                raise EngineValidationError.single("bins", "bins apply only to numeric columns")
+            return
+        if not isinstance(column, NumericColumn):
+            raise EngineValidationError.single(
+                "column", "histograms need a categorical or numeric column"
+            )
+        edges = query.bins
+        if edges is None:
+            raise EngineValidationError.single("bins", "a numeric histogram needs bin edges")
+        if len(edges) > MAX_BINS + 1:
+            raise EngineValidationError.single("bins", f"use at most {MAX_BINS} bins")
+        if len(edges) < 2 or any(b <= a for a, b in itertools.pairwise(edges)):
+            raise EngineValidationError.single("bins", "need at least two increasing edges")
+        if edges[0] != column.lower or edges[-1] != column.upper:
+            raise EngineValidationError.single(
+                "bins", "the first and last edges must be the column's declared bounds"
+            )
+
+    def to_dict(self, query: Histogram) -> dict[str, Any]:
+        out: dict[str, Any] = {"column": query.column}
+        if query.bins is not None:
+            out["bins"] = list(query.bins)
+        return out
 
     def columns(self, query: Histogram) -> tuple[str, ...]:
         return (query.column,)
 
+    def sensitivity(self, query: Histogram, context: PlanContext) -> int:
+        return context.rows_per_person * histogram_sensitivity(context.definition)
+
     def plan(
         self, query: Histogram, epsilon: float, delta: float, context: PlanContext
     ) -> PlannedStatistic:
-        sensitivity = context.rows_per_person * histogram_sensitivity(context.definition)
-        return single(
-            query, epsilon, delta, integer_mechanism(sensitivity, epsilon, delta, context)
-        )
+        mechanism = integer_mechanism(self.sensitivity(query, context), epsilon, delta, context)
+        return single(query, epsilon, delta, mechanism)
 
     def aggregates(self, query: Histogram, schema: Schema) -> list[Aggregate]:
         column = schema.column(query.column)

@@ -4,6 +4,8 @@ with probability ≥ 95% by a union bound over the parts' 97.5% intervals."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from privacy_engine.aggregates import Aggregate, PresentCount
@@ -11,19 +13,30 @@ from privacy_engine.kinds.base import (
     Mechanism,
     PlanContext,
     PlannedStatistic,
+    QueryKind,
     StatisticResult,
     cleaned_numbers,
+    column_named,
     integer_mechanism,
+    numeric_column,
     real_mechanism,
     register,
 )
 from privacy_engine.kinds.sum import grid_sum_of
-from privacy_engine.queries import Mean
 from privacy_engine.schema import NumericColumn, Schema
 from privacy_engine.sensitivity import present_count_sensitivity, sum_sensitivity
 
 # Each part's interval is built at 97.5% so that both hold together with probability ≥ 95%.
 MEAN_PART_COVERAGE = 0.975
+
+
+@dataclass(frozen=True)
+class Mean:
+    """Mean of a numeric column, post-processed from a noisy sum and a noisy count."""
+
+    column: str
+    weight: float = 1.0
+    kind: str = field(default="mean", init=False)
 
 
 def _mean_preview(
@@ -44,12 +57,32 @@ def _mean_preview(
     return min(expected, column.width), min(halfwidth, column.width)
 
 
-class MeanKind:
+class MeanKind(QueryKind):
     name = "mean"
     query_type = Mean
 
+    def parse(self, spec: Mapping[str, Any], weight: float) -> Mean:
+        return Mean(column=column_named(spec), weight=weight)
+
+    def validate(self, query: Mean, schema: Schema) -> None:
+        numeric_column(query, schema)
+
+    def to_dict(self, query: Mean) -> dict[str, Any]:
+        return {"column": query.column}
+
     def columns(self, query: Mean) -> tuple[str, ...]:
         return (query.column,)
+
+    def sensitivity(self, query: Mean, context: PlanContext) -> float:
+        """That of the sum part, the one a mean's preview and result publish."""
+        column = context.schema.column(query.column)
+        assert isinstance(column, NumericColumn)
+        return sum_sensitivity(
+            {query.column: column},
+            context.definition,
+            norm=context.norm,
+            rows_per_person=context.rows_per_person,
+        )
 
     def plan(
         self, query: Mean, epsilon: float, delta: float, context: PlanContext
@@ -61,9 +94,7 @@ class MeanKind:
         # The count part is free when it is public (Blowfish with filled missing values).
         share = 0.5 if count_part_sensitivity else 1.0
         sum_part = real_mechanism(
-            sum_sensitivity(
-                {query.column: column}, context.definition, norm=context.norm, rows_per_person=c
-            ),
+            self.sensitivity(query, context),
             epsilon * share,
             delta * share,
             context,

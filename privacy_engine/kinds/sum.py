@@ -4,23 +4,43 @@ on their grid (exact_sums.py) and the sensitivity covers that rounding (sum_sens
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from privacy_engine.aggregates import Aggregate, GridSum
+from privacy_engine.errors import EngineValidationError
 from privacy_engine.exact_sums import sum_grid
 from privacy_engine.kinds.base import (
     PlanContext,
     PlannedStatistic,
+    QueryKind,
     StatisticResult,
     cleaned_numbers,
+    column_named,
+    numeric_column,
     real_mechanism,
     register,
     signed_clamp,
     single,
 )
-from privacy_engine.queries import Sum
 from privacy_engine.schema import NumericColumn, Schema
 from privacy_engine.sensitivity import sum_sensitivity
+
+
+@dataclass(frozen=True)
+class Sum:
+    """Sum of a numeric column after clamping to its public bounds, or with ``columns`` the
+    vector of sums of several numeric columns (the article's q_sum), answered together."""
+
+    column: str | None = None
+    columns: tuple[str, ...] = ()
+    weight: float = 1.0
+    kind: str = field(default="sum", init=False)
+
+    @property
+    def summed_columns(self) -> tuple[str, ...]:
+        return self.columns or ((self.column,) if self.column is not None else ())
 
 
 def grid_sum_of(name: str, schema: Schema) -> GridSum:
@@ -30,24 +50,61 @@ def grid_sum_of(name: str, schema: Schema) -> GridSum:
     return GridSum(**cleaned_numbers(name, schema), grid=sum_grid(column.max_magnitude))
 
 
-class SumKind:
+class SumKind(QueryKind):
     name = "sum"
     query_type = Sum
+
+    def parse(self, spec: Mapping[str, Any], weight: float) -> Sum:
+        columns = spec.get("columns")
+        if columns is None:
+            return Sum(column=column_named(spec), weight=weight)
+        if (
+            not isinstance(columns, list)
+            or not columns
+            or not all(isinstance(c, str) for c in columns)
+            or len(set(columns)) != len(columns)
+        ):
+            raise EngineValidationError.single("columns", "must be a list of distinct names")
+        return Sum(columns=tuple(columns), weight=weight)
+
+    def validate(self, query: Sum, schema: Schema) -> None:
+        if not query.columns:
+            numeric_column(query, schema)
+            return
+        # Checked here too, for queries built in Python: a repeated column would count twice in
+        # the vector but once in its sensitivity.
+        if len(set(query.columns)) != len(query.columns):
+            raise EngineValidationError.single("columns", "must be a list of distinct names")
+        for name in query.columns:
+            if not isinstance(schema.columns.get(name), NumericColumn):
+                raise EngineValidationError.single("columns", f"'{name}' is not a numeric column")
+
+    def to_dict(self, query: Sum) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if query.column is not None:
+            out["column"] = query.column
+        if query.columns:
+            out["columns"] = list(query.columns)
+        return out
 
     def columns(self, query: Sum) -> tuple[str, ...]:
         return query.summed_columns
 
-    def plan(
-        self, query: Sum, epsilon: float, delta: float, context: PlanContext
-    ) -> PlannedStatistic:
+    def sensitivity(self, query: Sum, context: PlanContext) -> float:
         columns = {name: context.schema.column(name) for name in query.summed_columns}
-        sensitivity = sum_sensitivity(
-            columns,  # type: ignore[arg-type]
+        return sum_sensitivity(
+            columns,  # type: ignore[arg-type]  # validate checked they are numeric
             context.definition,
             norm=context.norm,
             rows_per_person=context.rows_per_person,
         )
-        mechanism = real_mechanism(sensitivity, epsilon, delta, context, vector=bool(query.columns))
+
+    def plan(
+        self, query: Sum, epsilon: float, delta: float, context: PlanContext
+    ) -> PlannedStatistic:
+        mechanism = real_mechanism(
+            self.sensitivity(query, context), epsilon, delta, context, vector=bool(query.columns)
+        )
         return single(query, epsilon, delta, mechanism)
 
     def aggregates(self, query: Sum, schema: Schema) -> list[Aggregate]:
