@@ -8,11 +8,12 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
 from privacy_engine import (
+    accuracy,
     geometric_expected_abs_error,
     geometric_halfwidth,
     geometric_tail,
@@ -300,3 +301,19 @@ def test_geometric_halfwidth_of_a_vanishing_scale_is_0():
     # when / then
     assert geometric_alpha(scale) == 0.0
     assert geometric_halfwidth(scale) == 0
+
+
+@settings(max_examples=200)
+@given(scale=st.floats(min_value=20.0, max_value=1999.0))
+def test_the_discrete_gaussian_error_expansion_equals_the_sum_over_the_support(scale):
+    # given: E|noise| summed over the whole support, term by term
+    support = range(int(scale * 10) + 2)
+    weights = [math.exp(-(k * k) / (2.0 * scale * scale)) for k in support]
+    total = weights[0] + 2.0 * math.fsum(weights[1:])
+    summed = 2.0 * math.fsum(k * w for k, w in zip(support, weights, strict=True)) / total
+
+    # when
+    expanded = accuracy.gaussian_expected_abs_error(scale, integer=True)
+
+    # then
+    assert math.isclose(expanded, summed, rel_tol=1e-14)
