@@ -69,6 +69,14 @@ class BinCounts(CleanedNumbers):
 
 
 @dataclass(frozen=True)
+class RankCounts(CleanedNumbers):
+    """For each of the increasing ``candidates``, how many cleaned values are below it and how
+    many are at most it: the ranks a quantile's scores are computed from."""
+
+    candidates: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
 class CategoryCounts:
     """Records per bucket of a categorical column: a missing value ("") becomes ``fill`` or is
     dropped; a value outside the categories goes to ``other`` or is dropped."""
@@ -83,7 +91,7 @@ class CategoryCounts:
         return (*self.categories, self.other) if self.other is not None else self.categories
 
 
-Aggregate = RowCount | GridSum | PresentCount | BinCounts | CategoryCounts
+Aggregate = RowCount | GridSum | PresentCount | BinCounts | RankCounts | CategoryCounts
 
 
 def needed_columns(requests: Iterable[Aggregate]) -> tuple[set[str], set[str]]:
@@ -148,6 +156,15 @@ def _numbers_state(request: CleanedNumbers, cleaned: np.ndarray) -> Any:
         return exact_sum_state(cleaned, grid=request.grid)
     if isinstance(request, PresentCount):
         return len(cleaned)
+    if isinstance(request, RankCounts):
+        ordered = np.sort(cleaned)
+        candidates = np.asarray(request.candidates, dtype=float)
+        return np.stack(
+            [
+                np.searchsorted(ordered, candidates, side="left"),
+                np.searchsorted(ordered, candidates, side="right"),
+            ]
+        ).astype(np.int64)
     assert isinstance(request, BinCounts)
     counts, _ = np.histogram(cleaned, bins=np.asarray(request.edges, dtype=float))
     return counts.astype(np.int64)
@@ -177,6 +194,8 @@ def empty(request: Aggregate) -> Any:
         return {}
     if isinstance(request, BinCounts):
         return np.zeros(len(request.edges) - 1, dtype=np.int64)
+    if isinstance(request, RankCounts):
+        return np.zeros((2, len(request.candidates)), dtype=np.int64)
     if isinstance(request, CategoryCounts):
         return np.zeros(len(request.buckets), dtype=np.int64)
     return 0
@@ -188,6 +207,8 @@ def finish(request: Aggregate, state: Any) -> Any:
         return round_sum_state(state, request.grid)
     if isinstance(request, BinCounts | CategoryCounts):
         return [int(count) for count in state]
+    if isinstance(request, RankCounts):
+        return [[int(count) for count in row] for row in state]
     return int(state)
 
 

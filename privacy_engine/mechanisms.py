@@ -344,3 +344,74 @@ class GaussianMechanism:
                 float(v) for v in self.noise.sample(self.measurement, [float(v) for v in values])
             ]
         return float(self.noise.sample(self.measurement, float(values)))
+
+
+@functools.cache
+def _score_space() -> tuple[Any, Any]:
+    # Scores are whole numbers; a neighbour moves any of them by at most the sensitivity, in any
+    # direction (not monotonic).
+    return dp.vector_domain(dp.atom_domain(T="u64")), dp.linf_distance(T="u64", monotonic=False)
+
+
+def noisy_min_measurement(scale: float) -> Any:
+    """OpenDP's report-noisy-max on negated scores (the least score wins), exponential noise of
+    scale ``scale``: the exponential mechanism, pure ε-DP."""
+    return dp.m.make_noisy_max(*_score_space(), dp.max_divergence(), scale=scale, negate=True)
+
+
+@functools.lru_cache(maxsize=CALIBRATION_CACHE_SIZE)
+def noisy_min_calibration(sensitivity: int, epsilon: float) -> tuple[float, float]:
+    """``(scale, epsilon_spent)``: s = 2Δ/ε (scores that are not monotonic), nudged up while
+    OpenDP's map at Δ exceeds ``epsilon``, and that map. Memoized (pure)."""
+    scale = 2.0 * sensitivity / epsilon
+    measurement = noisy_min_measurement(scale)
+    while measurement.map(sensitivity) > epsilon:
+        scale = math.nextafter(scale, math.inf)
+        measurement = noisy_min_measurement(scale)
+    return scale, float(measurement.map(sensitivity))
+
+
+class ExponentialMechanism:
+    """Chooses one of ``candidates`` options by score, the least most likely: the exponential
+    mechanism, as OpenDP's report-noisy-max with exponential noise (permute-and-flip's
+    equivalent). ``sensitivity`` bounds how far one protected unit moves any score (L∞).
+
+    Accuracy, in score units: the chosen option's score exceeds the least by more than
+    s·(ln k + t) with probability at most e^{−t}, for k options and noise scale s."""
+
+    name = "exponential"
+    delta_spent = 0.0
+
+    def __init__(
+        self,
+        *,
+        sensitivity: int,
+        epsilon: float,
+        candidates: int,
+        noise: NoiseSource | None = None,
+    ):
+        if sensitivity < 1 or int(sensitivity) != sensitivity:
+            raise ValueError("scores need a whole-number sensitivity ≥ 1")
+        if candidates < 1:
+            raise ValueError("choose among at least one candidate")
+        self.sensitivity = int(sensitivity)
+        self.candidates = candidates
+        self.noise = noise or DEFAULT_NOISE
+        self.scale, self.epsilon_spent = noisy_min_calibration(self.sensitivity, epsilon)
+
+    @functools.cached_property
+    def measurement(self) -> Any:
+        return noisy_min_measurement(self.scale)
+
+    def score_excess(self, coverage: float = 0.95) -> float:
+        """The score excess not exceeded with probability ``coverage``: s·ln(k/(1 − coverage))."""
+        return self.scale * math.log(self.candidates / (1.0 - coverage))
+
+    @property
+    def expected_score_excess(self) -> float:
+        """A bound on the expected excess: ∫ P(excess > x) dx ≤ s·(ln k + 1)."""
+        return self.scale * (math.log(self.candidates) + 1.0)
+
+    def release(self, scores: list[int]) -> int:
+        """The chosen option's index."""
+        return int(self.noise.sample(self.measurement, [int(s) for s in scores]))

@@ -15,6 +15,7 @@ STATISTIC_LABELS = {
     "histogram": "Histogram",
     "sum": "Sum",
     "mean": "Mean",
+    "quantile": "Quantiles (median, quartiles…)",
 }
 
 
@@ -269,6 +270,15 @@ class PrivacyStepForm(forms.Form):
         return initial
 
 
+def _numbers(text: str) -> list[float] | str:
+    """Comma-separated numbers as a list; the text itself when one is not a number (the engine
+    then names the field)."""
+    try:
+        return [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        return text
+
+
 class StatisticForm(forms.Form):
     kind = forms.ChoiceField(choices=[(k, STATISTIC_LABELS[k]) for k in QUERY_KINDS])
     column = forms.ChoiceField(required=False)
@@ -276,6 +286,11 @@ class StatisticForm(forms.Form):
         required=False,
         label="Bin edges",
         help_text="Numeric histograms: edges from lower to upper bound, e.g. 0, 18, 65, 100",
+    )
+    quantiles = forms.CharField(
+        required=False,
+        label="Quantiles",
+        help_text="Quantiles: numbers between 0 and 1, e.g. 0.5 for the median, 0.25, 0.5, 0.75",
     )
     weight = forms.FloatField(
         initial=1,
@@ -297,10 +312,9 @@ class StatisticForm(forms.Form):
         if data["kind"] != "count":
             query["column"] = data.get("column") or None
         if data["kind"] == "histogram" and data.get("bins", "").strip():
-            try:
-                query["bins"] = [float(b) for b in data["bins"].split(",") if b.strip()]
-            except ValueError:
-                query["bins"] = data["bins"]
+            query["bins"] = _numbers(data["bins"])
+        if data["kind"] == "quantile":
+            query["quantiles"] = _numbers(data.get("quantiles") or "0.5")
         return query
 
 

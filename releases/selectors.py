@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from django.db.models import Q, QuerySet, Sum
 from django.urls import reverse
@@ -119,6 +120,16 @@ def release_file_links(*, release: Release) -> list[dict]:
     ]
 
 
+def cell_interval(statistic: dict, cell: str) -> tuple[Any, Any]:
+    """A cell's published 95% interval, or (None, None) for a statistic that publishes its
+    accuracy otherwise (a quantile's, in ranks, is in its rule)."""
+    intervals = statistic.get("ci95")
+    if not isinstance(intervals, dict):
+        return None, None
+    low, high = intervals[cell]
+    return low, high
+
+
 def _in_published_order(statistic: dict) -> dict:
     """A stored statistic with its cells in the published order: the database may have reordered
     the keys of ``value`` and ``ci95`` (PostgreSQL's jsonb does), ``cells`` keeps the order."""
@@ -128,7 +139,11 @@ def _in_published_order(statistic: dict) -> dict:
     return {
         **statistic,
         "value": {cell: statistic["value"][cell] for cell in cells},
-        "ci95": {cell: statistic["ci95"][cell] for cell in cells},
+        "ci95": (
+            {cell: statistic["ci95"][cell] for cell in cells}
+            if isinstance(statistic.get("ci95"), dict)
+            else statistic.get("ci95")
+        ),
     }
 
 
@@ -150,8 +165,8 @@ def release_statistics(*, release: Release) -> list[dict]:
                 {
                     "label": label,
                     "value": value,
-                    "low": stat["ci95"][label][0],
-                    "high": stat["ci95"][label][1],
+                    "low": cell_interval(stat, label)[0],
+                    "high": cell_interval(stat, label)[1],
                 }
                 for label, value in stat["value"].items()
             ]

@@ -40,6 +40,9 @@ def plotly_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+CHART_AXES = {"histogram": "published count", "quantile": "published value"}
+
+
 def _chart_data(statistics: list[dict]) -> list[dict]:
     """Histogram bars with asymmetric 95% error bars, for the page's Plotly script. Every text
     from curator input (category and column names) is escaped by :func:`plotly_text`."""
@@ -48,18 +51,22 @@ def _chart_data(statistics: list[dict]) -> list[dict]:
         if isinstance(stat["value"], dict):
             labels = list(stat["value"])
             values = [stat["value"][label] for label in labels]
+            intervals = [selectors.cell_interval(stat, label) for label in labels]
             charts.append(
                 {
                     "id": f"chart-{index}",
                     "title": plotly_text(f"{stat['kind']} of {stat['label']}"),
-                    "axis": "published count" if stat["kind"] == "histogram" else "published sum",
+                    "axis": CHART_AXES.get(stat["kind"], "published sum"),
                     "labels": [plotly_text(label) for label in labels],
                     "values": values,
+                    # No bar for a statistic without intervals (a quantile's accuracy is in ranks).
                     "minus": [
-                        v - stat["ci95"][label][0] for label, v in zip(labels, values, strict=True)
+                        0 if low is None else v - low
+                        for v, (low, _) in zip(values, intervals, strict=True)
                     ],
                     "plus": [
-                        stat["ci95"][label][1] - v for label, v in zip(labels, values, strict=True)
+                        0 if high is None else high - v
+                        for v, (_, high) in zip(values, intervals, strict=True)
                     ],
                 }
             )

@@ -22,6 +22,7 @@ from privacy_engine.definitions import ApproxDP, Definition
 from privacy_engine.errors import EngineValidationError
 from privacy_engine.mechanisms import (
     ExactRelease,
+    ExponentialMechanism,
     GaussianMechanism,
     GeometricMechanism,
     LaplaceMechanism,
@@ -44,7 +45,9 @@ class Query(Protocol):
     def column(self) -> str | None: ...
 
 
-Mechanism = GeometricMechanism | LaplaceMechanism | GaussianMechanism | ExactRelease
+Mechanism = (
+    GeometricMechanism | LaplaceMechanism | GaussianMechanism | ExactRelease | ExponentialMechanism
+)
 
 
 @dataclass(frozen=True)

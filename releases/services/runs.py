@@ -44,7 +44,7 @@ from django.utils import timezone
 from privacy_engine import EngineValidationError, release_stored_table
 from privacy_engine.engines import EngineChoice
 from releases.models import LedgerEntry, NoisyAnswer, Release, ReleaseFile, ReleaseSeries
-from releases.selectors import release_answer_statistics
+from releases.selectors import cell_interval, release_answer_statistics
 from releases.services.audit import AuditAction, audit_record
 from releases.services.clock import database_now
 from releases.services.datasets import dataset_reap_stale
@@ -259,7 +259,7 @@ def release_csv(statistics: list[dict[str, Any]]) -> bytes:
         }
         if isinstance(stat["value"], dict):
             for category, value in stat["value"].items():
-                low, high = stat["ci95"][category]
+                low, high = cell_interval(stat, category)
                 write(
                     {
                         "statistic": index,
