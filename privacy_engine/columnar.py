@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +66,55 @@ def _matches(strings: pa.Array, pattern: str) -> np.ndarray:
     return pc.match_substring_regex(strings, pattern).to_numpy(zero_copy_only=False)
 
 
+# What the first byte of a value says about NUMBER_START: 0 no match, 1 a match (a digit), 2 the
+# next bytes decide ("." and a digit; "i" or "n" and "nf" or "an", in any case), 3 only the
+# pattern decides (an ASCII blank or a sign).
+_FIRST_BYTE = np.zeros(256, dtype=np.uint8)
+_FIRST_BYTE[list(b"0123456789")] = 1
+_FIRST_BYTE[list(b".iInN")] = 2
+_FIRST_BYTE[list(b" \t\n\x0b\x0c\r+-")] = 3
+
+
+def _number_starts(strings: pa.Array) -> np.ndarray:
+    """Which values match NUMBER_START, read from their first bytes without a pattern for most
+    values (text fails at its first byte); the pattern decides values that start with a blank or
+    a sign."""
+    if strings.type != pa.string() or strings.null_count or len(strings) == 0:
+        return _matches(strings, NUMBER_START)
+    _, offset_buffer, data_buffer = strings.buffers()
+    offsets = np.frombuffer(
+        offset_buffer, dtype=np.int32, count=len(strings) + 1, offset=4 * strings.offset
+    )
+    if data_buffer is None or offsets[-1] == offsets[0]:
+        return np.zeros(len(strings), dtype=bool)
+    data = np.frombuffer(data_buffer, dtype=np.uint8, count=offsets[-1])
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    kinds = _FIRST_BYTE[np.where(lengths > 0, data[np.minimum(starts, len(data) - 1)], 0)]
+    starts_number = kinds == 1
+    decided_later = np.flatnonzero(kinds == 2)
+    if len(decided_later):
+        first = data[starts[decided_later]]
+        # The next two bytes (0 past the end); "| 0x20" lowers a letter ("A" and "a" only give
+        # "a", and so on).
+        second, third = (
+            np.where(
+                lengths[decided_later] > step,
+                data[np.minimum(starts[decided_later] + step, len(data) - 1)],
+                0,
+            )
+            for step in (1, 2)
+        )
+        point = (first == ord(".")) & (second >= ord("0")) & (second <= ord("9"))
+        first, second, third = first | 0x20, second | 0x20, third | 0x20
+        infinity = (first == ord("i")) & (second == ord("n")) & (third == ord("f"))
+        nan = (first == ord("n")) & (second == ord("a")) & (third == ord("n"))
+        starts_number[decided_later] = point | infinity | nan
+    undecided = kinds == 3
+    if undecided.any():
+        starts_number[undecided] = _matches(strings.filter(pa.array(undecided)), NUMBER_START)
+    return starts_number
+
+
 def _plain(strings: pa.Array) -> np.ndarray:
     # Up to PLAIN_DIGITS characters: pandas (through Python's int) reads no longer whole number.
     return pc.and_(
@@ -77,11 +127,13 @@ def _every_value_plain(strings: pa.Array) -> np.ndarray | None:
     """The numbers of a column whose every value is missing ("") or a plain decimal, read by one
     Arrow cast and no pattern; None for any other column.
 
-    The cast accepts decimals and words such as "inf" and "nan", and nothing else: so a cast that
-    succeeds with finite results only, on values of at most PLAIN_DIGITS characters, read plain
-    decimals only, which Arrow reads as pandas does (see :data:`PLAIN_DECIMAL`)."""
+    The cast accepts decimals (also after a "+", which pandas reads with a parser that is not
+    correctly rounded, so those are left to the general path) and words such as "inf" and
+    "nan", and nothing else: so a cast that succeeds with finite results only, on values of at
+    most PLAIN_DIGITS characters none of which starts with "+", read plain decimals only, which
+    Arrow reads as pandas does (see :data:`PLAIN_DECIMAL`)."""
     lengths = pc.binary_length(strings)
-    if pc.max(lengths).as_py() > PLAIN_DIGITS:
+    if pc.max(lengths).as_py() > PLAIN_DIGITS or pc.any(pc.starts_with(strings, "+")).as_py():
         return None
     empty = pc.equal(lengths, 0)
     missing = pc.any(empty).as_py()
@@ -120,9 +172,9 @@ def read_numbers(strings: pa.Array) -> np.ndarray:
         plain = _plain(strings)
         rest = ~plain
         if rest.any():
-            rest[rest] = _matches(strings.filter(pa.array(rest)), NUMBER_START)
+            rest[rest] = _number_starts(strings.filter(pa.array(rest)))
     else:
-        candidates = _matches(strings, NUMBER_START)
+        candidates = _number_starts(strings)
         plain = np.zeros(len(strings), dtype=bool)
         if candidates.any():
             plain[candidates] = _plain(strings.filter(pa.array(candidates)))
@@ -177,6 +229,10 @@ class ColumnarWriter:
         self._writer = pq.ParquetWriter(
             str(self.path), self._schema, compression="snappy", write_statistics=False
         )
+        # Batches are encoded and written by one background thread (Arrow releases the GIL),
+        # while the caller reads and types the next batch: one batch in flight at most.
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="columnar-writer")
+        self._pending: Future[None] | None = None
 
     def write(self, raw_columns: Sequence[Sequence[str] | pa.Array]) -> list[pa.Array]:
         """Append one batch: one sequence (or Arrow string array) of raw strings per column, all
@@ -186,18 +242,37 @@ class ColumnarWriter:
             raise ValueError("one sequence of values per column")
         arrays = typed_batch(raw_columns)
         batch = pa.record_batch(arrays, schema=self._schema)
-        self._writer.write_batch(batch, row_group_size=ROW_GROUP_ROWS)
+        self._finish_pending()
+        self._pending = self._pool.submit(
+            self._writer.write_batch, batch, row_group_size=ROW_GROUP_ROWS
+        )
         self.row_count += batch.num_rows
         return arrays
 
+    def _finish_pending(self) -> None:
+        """Wait for the batch being written; raise what writing it raised."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
     def close(self) -> None:
-        self._writer.close()
+        try:
+            self._finish_pending()
+        finally:
+            self._pool.shutdown()
+            self._writer.close()
 
     def __enter__(self) -> ColumnarWriter:
         return self
 
     def __exit__(self, kind, error, traceback) -> None:
-        self.close()
+        try:
+            self.close()
+        except Exception:
+            self.path.unlink(missing_ok=True)
+            if error is None:
+                raise
+            # Otherwise the error that stopped the writing is the one to report.
         if error is not None:
             self.path.unlink(missing_ok=True)
 

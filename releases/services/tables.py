@@ -23,11 +23,13 @@ import os
 import tempfile
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -36,6 +38,9 @@ from privacy_engine.columnar import ColumnarWriter, text_field
 
 # A column with at most this many distinct values (and repeats) is offered as categorical.
 MAX_INFERRED_CATEGORIES = 30
+# Present values of a column searched for a repeat batch by batch (a repeat spares counting its
+# distinct values in the finished file); a column of unique values costs no more beyond them.
+REPEAT_CHECK_VALUES = 1_000_000
 DELIMITERS = ",;\t"
 QUOTE_CHARACTERS = "\"'"
 # Enough lines to see the delimiter and quoting, but a fixed amount: detection reads the same
@@ -124,6 +129,21 @@ def _is_blank(row: list[str]) -> bool:
 # Two line ends in a row (LF LF, LF CR or CR CR; CRLF LF and CRLF CR contain one of them): an
 # empty line somewhere, or a line break inside a quoted value.
 _EMPTY_LINE_MARKS = (b"\n\n", b"\n\r", b"\r\r")
+# The same pairs as little-endian 16-bit numbers, to look for them in one comparison per pair.
+_EMPTY_LINE_PAIRS = np.array(
+    [int.from_bytes(mark, "little") for mark in _EMPTY_LINE_MARKS], dtype="<u2"
+)
+
+
+def _has_empty_line_mark(buffer: bytearray, size: int) -> bool:
+    """Whether the first ``size`` bytes of ``buffer`` hold one of _EMPTY_LINE_MARKS, compared as
+    16-bit pairs starting at even and at odd positions (without a CR only LF LF can occur)."""
+    marks = _EMPTY_LINE_PAIRS if buffer.find(b"\r", 0, size) >= 0 else _EMPTY_LINE_PAIRS[:1]
+    for start in (0, 1):
+        pairs = np.frombuffer(buffer, dtype="<u2", count=(size - start) // 2, offset=start)
+        if any((pairs == mark).any() for mark in marks):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -139,18 +159,22 @@ def _check_bytes(handle: BinaryIO) -> _ByteFacts:
     rewind. Anywhere, not only near the start: a NUL later in the file would otherwise be read
     (or crash a database) long after the upload was accepted."""
     blank, delimited, empty_line = True, False, False
-    previous = b""
-    while chunk := handle.read(CHUNK_BYTES):
-        if b"\x00" in chunk:
+    # One buffer, read into again and again: no new chunk (and no page faults) per read.
+    buffer = bytearray(CHUNK_BYTES)
+    previous = b""  # the last byte of the previous chunk
+    while size := handle.readinto(buffer):
+        if buffer.find(b"\x00", 0, size) >= 0:
             raise TableError("This does not look like a CSV file (it contains binary data).")
-        blank = blank and not chunk.strip()
-        delimited = delimited or any(d.encode() in chunk for d in DELIMITERS)
-        # The chunk, then its first byte after the previous chunk's last (no copy of the chunk).
-        boundary = previous[-1:] + chunk[:1]
-        empty_line = empty_line or any(
-            mark in chunk or mark in boundary for mark in _EMPTY_LINE_MARKS
+        blank = blank and not buffer[:size].strip()
+        delimited = delimited or any(buffer.find(d.encode(), 0, size) >= 0 for d in DELIMITERS)
+        # The chunk, then its first byte after the previous chunk's last.
+        boundary = previous + buffer[:1]
+        empty_line = (
+            empty_line
+            or any(mark in boundary for mark in _EMPTY_LINE_MARKS)
+            or _has_empty_line_mark(buffer, size)
         )
-        previous = chunk
+        previous = bytes(buffer[size - 1 : size])
     if blank:
         raise TableError("The file is empty.")
     handle.seek(0)
@@ -320,26 +344,43 @@ class _ColumnProfile:
     all_numeric: bool = True
     # Distinct present values while there are at most MAX_INFERRED_CATEGORIES + 1 of them.
     distinct: set[str] | None = dataclasses.field(default_factory=set)
+    # Whether one batch held a present value twice. With more distinct values than a category
+    # allows, that alone makes the column text: no count of its distinct values is needed.
+    repeated: bool = False
 
     def add(self, text: pa.Array, number: pa.Array) -> None:
         present = pc.not_equal(text, "")
         count = pc.sum(present).as_py() or 0
         if not count:
             return
+        checked = self.present
         self.present += count
         if self.all_numeric:
             unparsed = pc.and_(present, pc.is_nan(number))
             self.all_numeric = not pc.any(unparsed).as_py()
-        if self.distinct is not None:
-            self.distinct.update(pc.unique(pc.filter(text, present)).to_pylist())
-            if len(self.distinct) > MAX_INFERRED_CATEGORIES:
+        look_for_repeats = (
+            not self.repeated and not self.all_numeric and checked < REPEAT_CHECK_VALUES
+        )
+        if self.distinct is not None or look_for_repeats:
+            # The distinct values, "" among them when a value is missing.
+            unique = pc.unique(text)
+            distinct = len(unique) - (count < len(text))
+            self.repeated = self.repeated or distinct < count
+            if self.distinct is not None and distinct > MAX_INFERRED_CATEGORIES:
                 self.distinct = None
+            elif self.distinct is not None:
+                self.distinct.update(unique.to_pylist())
+                self.distinct.discard("")
+                if len(self.distinct) > MAX_INFERRED_CATEGORIES:
+                    self.distinct = None
 
     def kind(self, distinct_present: Callable[[], int]) -> str:
         if not self.present:
             return "identifier"
         if self.all_numeric:
             return "numeric"
+        if self.distinct is None and self.repeated:
+            return "text"
         distinct = len(self.distinct) if self.distinct is not None else distinct_present()
         if distinct <= MAX_INFERRED_CATEGORIES and distinct < self.present:
             return "categorical"
@@ -400,6 +441,12 @@ class _NotFast(Exception):
 FIELD_LIMIT = csv.field_size_limit()
 
 
+def _longest(column: pa.Array, length: Callable[[pa.Array], pa.Array]) -> int:
+    """The greatest length of a value (0 for no value): in bytes (read from the offsets), which
+    bounds the length in characters (decoded) from above."""
+    return pc.max(length(column)).as_py() or 0
+
+
 def _fast_batches(
     handle: BinaryIO, reading: _Reading, block_bytes: int
 ) -> Iterator[list[pa.Array]]:
@@ -445,16 +492,34 @@ def _fast_batches(
                 if [column[0].as_py() for column in columns] != reading.raw_header:
                     raise _NotFast
                 columns = [column.slice(1) for column in columns]
-            if any(
-                (longest := pc.max(pc.utf8_length(column)).as_py()) is not None
-                and longest > FIELD_LIMIT
-                for column in columns
+            if any(_longest(column, pc.binary_length) > FIELD_LIMIT for column in columns) and any(
+                _longest(column, pc.utf8_length) > FIELD_LIMIT for column in columns
             ):
                 raise _NotFast
             if len(columns[0]):
                 yield columns
     except (pa.ArrowException, UnicodeDecodeError, ValueError):
         raise _NotFast from None
+
+
+_END = object()
+
+
+def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
+    """The items of ``items``, each next one read by a background thread while the caller works
+    on the current one: for Arrow's CSV parser, which releases the GIL while it parses."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="csv-reader")
+    try:
+        pending = pool.submit(next, items, _END)
+        while (item := pending.result()) is not _END:
+            pending = pool.submit(next, items, _END)
+            yield item
+    finally:
+        # Wait for the read under way before the iterator may be closed (here or by its owner).
+        pool.shutdown(wait=True)
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
 
 
 def _write_batches(
@@ -519,14 +584,23 @@ def table_convert(
                 and reading.dialect["doublequote"]
                 and not reading.dialect["escapechar"]
             ):
-                with open(source, "rb") as fast_handle:
+                # The batches are parsed by a background thread (closed before the file is), so
+                # progress reads the file's offset from its descriptor, not from the handle.
+                with (
+                    open(source, "rb") as fast_handle,
+                    closing(
+                        _read_ahead(_fast_batches(fast_handle, reading, FAST_BLOCK_BYTES))
+                    ) as fast_batches,
+                ):
+                    descriptor = fast_handle.fileno()
+
+                    def fast_report() -> None:
+                        if progress is not None:
+                            offset = os.lseek(descriptor, 0, os.SEEK_CUR)
+                            progress(min(1.0, offset / total))
+
                     try:
-                        written = _write_batches(
-                            target,
-                            header,
-                            _fast_batches(fast_handle, reading, FAST_BLOCK_BYTES),
-                            lambda: progress and progress(min(1.0, fast_handle.tell() / total)),
-                        )
+                        written = _write_batches(target, header, fast_batches, fast_report)
                     except _NotFast:
                         Path(target).unlink(missing_ok=True)
             if written is None:

@@ -308,6 +308,25 @@ def test_numbers_are_read_exactly_as_pandas_to_numeric_reads_them(tail, head):
     np.testing.assert_array_equal(numbers, expected)
 
 
+@pytest.mark.parametrize("head", [["1.5"] * 64, ["", "7"] * 32])
+def test_a_signed_decimal_after_plain_ones_is_read_as_pandas_reads_it(head):
+    # given: pandas reads "+…" with a parser that is not correctly rounded; Arrow's cast is
+    import pyarrow as pa
+
+    from privacy_engine.columnar import read_numbers
+
+    raw = [*head, "+8.7901668940366315"]
+    expected = pd.to_numeric(pd.Series(raw, dtype=object), errors="coerce").to_numpy(
+        dtype=float, na_value=np.nan
+    )
+
+    # when
+    numbers = read_numbers(pa.array(raw, type=pa.string()))
+
+    # then
+    np.testing.assert_array_equal(numbers, expected)
+
+
 def test_a_number_filter_that_drops_numbers_is_caught(monkeypatch):
     # given a filter too strict for "+.5" (a deliberately broken one)
     import pyarrow as pa
@@ -343,3 +362,75 @@ def test_plain_decimals_read_by_arrow_are_the_correctly_rounded_doubles(raw):
     np.testing.assert_array_equal(
         numbers, pd.to_numeric(pd.Series(raw, dtype=object), errors="coerce").to_numpy(float)
     )
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.lists(st.one_of(NUMBERISH, st.text(max_size=8)), min_size=1, max_size=20),
+    st.integers(0, 5),
+    st.integers(0, 5),
+)
+def test_number_starts_read_from_first_bytes_are_the_pattern_s_matches(raw, before, after):
+    # given the values in the middle of a longer array (a slice: its offsets do not start at 0)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from privacy_engine.columnar import NUMBER_START, _number_starts, read_numbers
+
+    whole = pa.array(["7"] * before + raw + ["x"] * after, type=pa.string())
+    strings = whole.slice(before, len(raw))
+
+    # when
+    starts = _number_starts(strings)
+    numbers = read_numbers(strings)
+
+    # then
+    expected = pc.match_substring_regex(strings, NUMBER_START).to_numpy(zero_copy_only=False)
+    np.testing.assert_array_equal(starts, expected)
+    np.testing.assert_array_equal(
+        numbers,
+        pd.to_numeric(pd.Series(raw, dtype=object), errors="coerce").to_numpy(
+            dtype=float, na_value=np.nan
+        ),
+    )
+
+
+@pytest.mark.parametrize("batches", [1, 2])
+def test_a_write_failing_in_the_background_is_raised_and_leaves_no_file(
+    tmp_path, monkeypatch, batches
+):
+    # given a writer whose Parquet writes fail (in its background thread)
+    from privacy_engine.columnar import ColumnarWriter
+
+    path = tmp_path / "t.parquet"
+
+    def full(*args, **kwargs):
+        raise OSError("disk full")
+
+    def write() -> None:
+        with ColumnarWriter(path, ["a"]) as writer:
+            monkeypatch.setattr(writer._writer, "write_batch", full)
+            for _ in range(batches):
+                writer.write([["1", "2"]])
+
+    # when / then the failure is raised (by the next write, or on closing), and no file is left
+    with pytest.raises(OSError, match="disk full"):
+        write()
+    assert not path.exists()
+
+
+def test_an_error_while_writing_removes_the_file_and_is_the_one_raised(tmp_path):
+    # given
+    from privacy_engine.columnar import ColumnarWriter
+
+    path = tmp_path / "t.parquet"
+
+    def write() -> None:
+        with ColumnarWriter(path, ["a"]) as writer:
+            writer.write([["1", "2"]])
+            raise KeyError("stop")
+
+    # when / then
+    with pytest.raises(KeyError, match="stop"):
+        write()
+    assert not path.exists()

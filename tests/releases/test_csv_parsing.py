@@ -1,6 +1,7 @@
 """Parsing is per record: the dialect is detected once at upload and stored, every later read uses
 it, and the reader either returns a table or refuses with a TableError, for any bytes."""
 
+import contextlib
 import csv
 import io
 import string
@@ -399,3 +400,132 @@ def test_a_line_of_millions_of_delimiters_is_refused_before_it_is_held(ending):
 )
 def test_column_names_that_would_forge_or_flood_pages_are_refused(header, message):
     assert converted(header + b"\n1,2\n", fast=True) == ("refused", message)
+
+
+# --- the byte check and the kinds, read in pieces, are what the whole file gives -----------------
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([b"\n", b"\r", b"\r\n", b"a", b",", b" ", b";", b"\t", b"\x0b"]),
+        max_size=40,
+    ).map(b"".join),
+    st.sampled_from([1, 2, 3, 5, 8, 1 << 20]),
+)
+def test_the_byte_check_read_in_chunks_finds_what_the_whole_file_holds(raw, chunk_bytes):
+    # given
+    handle = io.BufferedReader(io.BytesIO(raw))
+
+    # when
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tables, "CHUNK_BYTES", chunk_bytes)
+        try:
+            facts = tables._check_bytes(handle)
+        except TableError as error:
+            facts = str(error)
+
+    # then
+    if not raw.strip():
+        assert facts == "The file is empty."
+    else:
+        assert facts == tables._ByteFacts(
+            delimited=any(d.encode() in raw for d in tables.DELIMITERS),
+            empty_line=any(mark in raw for mark in (b"\n\n", b"\n\r", b"\r\r")),
+        )
+        assert handle.tell() == 0
+
+
+def whole_column_kind(values: list[str]) -> str:
+    """The kind the inference rules give a column read whole (the reference)."""
+    present = [value.strip() for value in values if value.strip()]
+    if not present:
+        return "identifier"
+    numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce")
+    if all(not pd.isna(n) for n, v in zip(numbers, values, strict=True) if v.strip()):
+        return "numeric"
+    distinct = len(set(present))
+    if distinct <= tables.MAX_INFERRED_CATEGORIES and distinct < len(present):
+        return "categorical"
+    return "identifier" if distinct == len(present) else "text"
+
+
+@st.composite
+def kind_columns(draw) -> list[str]:
+    """A column of few values, or of identifiers, unique or with a repeat somewhere."""
+    size = draw(st.integers(1, 120))
+    if draw(st.booleans()):
+        cell = st.sampled_from(["", " ", "x", "1", "2.5", "n/a"]) | st.integers(0, 40).map(str)
+        return draw(st.lists(cell, min_size=size, max_size=size))
+    values = [f"P{index}" for index in range(size)]
+    if draw(st.booleans()):
+        values[draw(st.integers(0, size - 1))] = draw(st.sampled_from(["", "P0", "P1"]))
+    return values
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.tuples(kind_columns(), kind_columns()),
+    st.sampled_from([1, 7, 50]),
+    st.sampled_from([1, 40, 1_000_000]),
+    st.booleans(),
+)
+def test_kinds_inferred_batch_by_batch_are_the_kinds_of_whole_columns(
+    columns, batch_rows, repeat_check_values, fast
+):
+    # given a table read in batches of batch_rows (the csv module) or whole (the fast parser),
+    # with repeats looked for in the first repeat_check_values values only
+    size = min(map(len, columns))
+    columns = [column[:size] for column in columns]
+    raw = ("a,b\n" + "".join(f"{a},{b}\n" for a, b in zip(*columns, strict=True))).encode()
+
+    # when
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        tempfile.TemporaryDirectory() as folder,
+    ):
+        patch.setattr(tables, "REPEAT_CHECK_VALUES", repeat_check_values)
+        source = Path(folder, "t.csv")
+        source.write_bytes(raw)
+        result = table_convert(source, Path(folder, "t.parquet"), batch_rows=batch_rows, fast=fast)
+
+    # then
+    assert [column["inferred_kind"] for column in result.columns] == [
+        whole_column_kind(column) for column in columns
+    ]
+
+
+def test_batches_read_ahead_come_in_order_and_the_reader_s_error_is_raised():
+    # given
+    def batches():
+        yield 1
+        yield 2
+        raise tables._NotFast
+
+    seen = []
+
+    def consume() -> None:
+        seen.extend(tables._read_ahead(batches()))
+
+    # when / then
+    with pytest.raises(tables._NotFast):
+        consume()
+    assert seen == [1, 2]
+
+
+def test_batches_read_ahead_and_left_early_close_their_reader():
+    # given
+    closed = []
+
+    def batches():
+        try:
+            yield from range(10)
+        finally:
+            closed.append(True)
+
+    # when
+    with contextlib.closing(tables._read_ahead(batches())) as ahead:
+        first = next(ahead)
+
+    # then
+    assert (first, closed) == (0, [True])
