@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from privacy_engine.definitions import default_delta
-from privacy_engine.queries import Count, Histogram, Mean, Query, Sum, bin_labels
+from privacy_engine.kinds import kind_of
+from privacy_engine.queries import Query
 from privacy_engine.release import plan_release, release_statistic
-from privacy_engine.schema import CategoricalColumn, NumericColumn, Schema
+from privacy_engine.schema import Schema
 from privacy_engine.translation import epsilon_to_truth_probability
 
 HARM_EPSILON = {"low": 2.0, "moderate": 1.0, "severe": 0.25}
@@ -53,51 +54,6 @@ def suggest_starting_point(*, harm: str, releases: str, declared_size: int | Non
     return StartingPoint(epsilon=epsilon, delta=delta, reasons=reasons)
 
 
-def _simulated_answer(query: Query, schema: Schema, n: int) -> Any:
-    """The answer on a table of n records spread evenly over the declared shape: categories in
-    turn, numbers evenly between the bounds (so each sum is n times the middle of the range)."""
-    if isinstance(query, Count):
-        return n
-    if isinstance(query, Histogram):
-        column = schema.column(query.column)
-        if isinstance(column, CategoricalColumn):
-            counts = dict(zip(column.categories, _even(n, len(column.categories)), strict=True))
-            return {cell: counts.get(cell, 0) for cell in column.buckets}
-        assert isinstance(column, NumericColumn)
-        assert query.bins is not None
-        widths = [b - a for a, b in zip(query.bins[:-1], query.bins[1:], strict=True)]
-        total = sum(widths)
-        counts = [round(n * w / total) for w in widths]
-        return dict(zip(bin_labels(query.bins), counts, strict=True))
-    names = query.summed_columns if isinstance(query, Sum) else (query.column,)
-    middles = {}
-    for name in names:
-        column = schema.column(name)
-        assert isinstance(column, NumericColumn)
-        middles[name] = (column.lower + column.upper) / 2
-    if isinstance(query, Mean):
-        return middles[query.column]
-    if isinstance(query, Sum) and query.columns:
-        return {name: n * middle for name, middle in middles.items()}
-    return n * next(iter(middles.values()))
-
-
-def _mechanism_input(query: Query, schema: Schema, n: int, simulated: Any) -> Any:
-    """The simulated answer in the shape the statistic's mechanisms take (see
-    :func:`privacy_engine.release.release_statistic`)."""
-    if isinstance(query, Histogram):
-        return list(simulated.values())
-    if isinstance(query, Sum) and query.columns:
-        return [simulated[name] for name in query.columns]
-    if isinstance(query, Mean):
-        return n * simulated, n
-    return simulated
-
-
-def _even(n: int, parts: int) -> list[int]:
-    return [n // parts + (1 if i < n % parts else 0) for i in range(parts)]
-
-
 def simulated_preview(
     *,
     schema: Schema | Mapping[str, Any],
@@ -116,17 +72,12 @@ def simulated_preview(
     entries = []
     for planned in plan.statistics:
         query = planned.query
-        simulated = _simulated_answer(query, plan.schema, n)
-        result = release_statistic(
-            planned, _mechanism_input(query, plan.schema, n, simulated), plan.schema
-        )
-        entries.append(
-            {
-                "kind": query.kind,
-                "column": query.column,
-                "simulated": simulated,
-                "noisy": result.value,
-                "ci95": result.ci95,
-            }
-        )
+        simulation = kind_of(query).simulated(query, plan.schema, n)
+        entry = {"kind": query.kind, "column": query.column, "simulated": None, "noisy": None}
+        entry["ci95"] = None
+        if simulation is not None:
+            shown, mechanism_input = simulation
+            result = release_statistic(planned, mechanism_input, plan.schema)
+            entry.update(simulated=shown, noisy=result.value, ci95=result.ci95)
+        entries.append(entry)
     return entries

@@ -201,6 +201,16 @@ class QueryKind(ABC):
         weight takes no share of the budget."""
         return False
 
+    def published_cells(self, query: Any, schema: Schema) -> int:
+        """How many numbers the statistic publishes (bounds a public page's size)."""
+        return 1
+
+    def simulated(self, query: Any, schema: Schema, n: int) -> tuple[Any, Any] | None:
+        """The answer on a table of n records spread evenly over the declared shape, never
+        built (the declared size may be 10¹⁰): (as shown, as the mechanisms take it), or None
+        for a kind without a simulated preview."""
+        return None
+
     @abstractmethod
     def plan(
         self, query: Any, epsilon: float, delta: float, context: PlanContext
@@ -330,6 +340,11 @@ def single(query: Any, epsilon: float, delta: float, mechanism: Mechanism) -> Pl
         ci95_halfwidth=mechanism.halfwidth(),
         mechanisms=(mechanism,),
     )
+
+
+def even(n: int, parts: int) -> list[int]:
+    """n records spread as evenly as possible over ``parts`` cells."""
+    return [n // parts + (1 if i < n % parts else 0) for i in range(parts)]
 
 
 def count_interval(value: int, halfwidth: float) -> list[int]:

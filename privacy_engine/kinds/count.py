@@ -54,6 +54,9 @@ class CountKind(QueryKind):
     def is_public(self, query: Count, definition: Definition) -> bool:
         return count_sensitivity(definition) == 0
 
+    def simulated(self, query: Count, schema: Schema, n: int) -> tuple[int, int]:
+        return n, n
+
     def plan(
         self, query: Count, epsilon: float, delta: float, context: PlanContext
     ) -> PlannedStatistic:

@@ -20,6 +20,7 @@ from privacy_engine.kinds.base import (
     column_named,
     count_interval,
     declared_column,
+    even,
     integer_mechanism,
     register,
     single,
@@ -108,6 +109,29 @@ class HistogramKind(QueryKind):
 
     def sensitivity(self, query: Histogram, context: PlanContext) -> int:
         return context.rows_per_person * histogram_sensitivity(context.definition)
+
+    def published_cells(self, query: Histogram, schema: Schema) -> int:
+        column = schema.column(query.column)
+        if isinstance(column, CategoricalColumn):
+            return len(column.buckets)
+        return len(query.bins or ()) - 1
+
+    def simulated(
+        self, query: Histogram, schema: Schema, n: int
+    ) -> tuple[dict[str, int], list[int]]:
+        """Categories in turn; bins in proportion to their widths."""
+        column = schema.column(query.column)
+        if isinstance(column, CategoricalColumn):
+            counts = dict(zip(column.categories, even(n, len(column.categories)), strict=True))
+            cells = {cell: counts.get(cell, 0) for cell in column.buckets}
+        else:
+            assert query.bins is not None
+            widths = [b - a for a, b in itertools.pairwise(query.bins)]
+            total = sum(widths)
+            cells = dict(
+                zip(bin_labels(query.bins), [round(n * w / total) for w in widths], strict=True)
+            )
+        return cells, list(cells.values())
 
     def plan(
         self, query: Histogram, epsilon: float, delta: float, context: PlanContext

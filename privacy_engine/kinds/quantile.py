@@ -139,6 +139,27 @@ class QuantileKind(QueryKind):
         """The largest of its quantiles' score sensitivities (L∞)."""
         return max(self._alpha_sensitivity(alpha, context) for alpha in query.quantiles)
 
+    def published_cells(self, query: Quantile, schema: Schema) -> int:
+        return len(query.quantiles)
+
+    def simulated(
+        self, query: Quantile, schema: Schema, n: int
+    ) -> tuple[dict[str, float], list[list[int]]]:
+        """n values evenly spread over the range, x_i = lower + (i + ½)/n·span: each quantile is
+        lower + α·span, and the counts below and at most each candidate are computed, not
+        counted (the declared size may be 10¹⁰)."""
+        column = schema.column(query.column)
+        assert isinstance(column, NumericColumn)
+        span = column.upper - column.lower
+        shown = {quantile_label(a): column.lower + a * span for a in query.quantiles}
+        below, at_most = [], []
+        for candidate in candidates_of(column):
+            # x_i < c ⇔ i < t·n − ½, with t the candidate's place in the range
+            position = (candidate - column.lower) / span * n - 0.5 if span else n
+            below.append(min(n, max(0, math.ceil(position))))
+            at_most.append(min(n, max(0, math.floor(position) + 1)))
+        return shown, [below, at_most]
+
     def plan(
         self, query: Quantile, epsilon: float, delta: float, context: PlanContext
     ) -> PlannedStatistic:

@@ -50,6 +50,13 @@ def grid_sum_of(name: str, schema: Schema) -> GridSum:
     return GridSum(**cleaned_numbers(name, schema), grid=sum_grid(column.max_magnitude))
 
 
+def middle_of(name: str, schema: Schema) -> float:
+    """The middle of a numeric column's declared range (a simulated table's every value)."""
+    column = schema.column(name)
+    assert isinstance(column, NumericColumn)
+    return (column.lower + column.upper) / 2
+
+
 class SumKind(QueryKind):
     name = "sum"
     query_type = Sum
@@ -98,6 +105,17 @@ class SumKind(QueryKind):
             norm=context.norm,
             rows_per_person=context.rows_per_person,
         )
+
+    def published_cells(self, query: Sum, schema: Schema) -> int:
+        return len(query.summed_columns)
+
+    def simulated(self, query: Sum, schema: Schema, n: int) -> tuple[Any, Any]:
+        """n times the middle of each column's range."""
+        totals = {name: n * middle_of(name, schema) for name in query.summed_columns}
+        if query.columns:
+            return totals, [totals[name] for name in query.columns]
+        (total,) = totals.values()
+        return total, total
 
     def plan(
         self, query: Sum, epsilon: float, delta: float, context: PlanContext

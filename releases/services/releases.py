@@ -27,9 +27,10 @@ from privacy_engine.definitions import (
 )
 from privacy_engine.errors import prefix_errors
 from privacy_engine.guidance import simulated_preview
+from privacy_engine.kinds import kind_of
 from privacy_engine.policies import check_policy_against_schema
-from privacy_engine.queries import Histogram, Sum, query_to_dict
-from privacy_engine.schema import CategoricalColumn, NumericColumn, schema_from_dict
+from privacy_engine.queries import query_to_dict
+from privacy_engine.schema import NumericColumn, schema_from_dict
 from privacy_engine.sensitivity import missing_is_public
 from privacy_engine.translation import blowfish_explanation
 from releases.models import Dataset, LedgerEntry, Release, ReleaseSeries
@@ -41,23 +42,12 @@ from releases.services.errors import Conflict, ValidationFailed
 
 
 def _published_cells(plan) -> int:
-    """How many numbers a release publishes: a histogram one per bar, a vector of sums one per
-    column, every other statistic one. Bounds the public page's size."""
-    cells = 0
-    for statistic in plan.statistics:
-        query = statistic.query
-        if isinstance(query, Histogram):
-            column = plan.schema.column(query.column)
-            cells += (
-                len(column.buckets)
-                if isinstance(column, CategoricalColumn)
-                else len(query.bins or ()) - 1
-            )
-        elif isinstance(query, Sum) and query.columns:
-            cells += len(query.columns)
-        else:
-            cells += 1
-    return cells
+    """How many numbers a release publishes (each kind counts its own: a histogram one per bar,
+    a vector of sums one per column, quantiles one each). Bounds the public page's size."""
+    return sum(
+        kind_of(statistic.query).published_cells(statistic.query, plan.schema)
+        for statistic in plan.statistics
+    )
 
 
 def _plan(dataset: Dataset, definition: Any, queries: Any):

@@ -92,3 +92,24 @@ def test_a_quantile_release_is_published_shown_and_downloadable(
     ]
     published = json.loads(b"".join(anonymous_client.get(files["json"]["url"]).streaming_content))
     assert published["statistics"][0]["value"] == statistic["value"]
+
+
+def test_the_wizard_preview_states_a_quantiles_accuracy_in_ranks(client, curator, dataset):
+    # given a draft of quantiles and a count
+    from releases.services.releases import release_draft_create
+
+    release = release_draft_create(
+        user=curator,
+        dataset=dataset,
+        title="Ages",
+        definition={"kind": "pure_dp", "epsilon": 0.5},
+        queries=[QUANTILES, {"kind": "count"}],
+    )
+    client.force_login(curator)
+
+    # when
+    response = client.get(f"/releases/{release.pk}/preview/")
+
+    # then
+    assert response.status_code == 200
+    assert "each published quantile&#x27;s rank is within ±" in response.content.decode()

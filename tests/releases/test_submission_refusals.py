@@ -487,11 +487,11 @@ def test_control_characters_in_a_wizard_title_are_shown_on_the_title_field(
     assert Release.objects.count() == 0
 
 
-def test_published_cells_count_bars_other_buckets_summed_columns_and_one_per_statistic(
+def test_published_cells_count_bars_other_buckets_summed_columns_quantiles_and_the_rest(
     curator_client, dataset, settings
 ):
     # given count 1 + sum of age 1 + vector of sums 2 + mean 1 + histogram of sex with an
-    # "other" bucket 3 + histogram of age in 4 bins 4 = 12 published numbers
+    # "other" bucket 3 + histogram of age in 4 bins 4 + three quantiles 3 = 15 published numbers
     dataset.schema = {
         **CLINIC_SCHEMA,
         "columns": {
@@ -509,19 +509,20 @@ def test_published_cells_count_bars_other_buckets_summed_columns_and_one_per_sta
             {"kind": "mean", "column": "age"},
             {"kind": "histogram", "column": "sex"},
             {"kind": "histogram", "column": "age", "bins": [0, 25, 50, 75, 100]},
+            {"kind": "quantile", "column": "age", "quantiles": [0.25, 0.5, 0.75]},
         ],
     }
 
     # when
-    settings.RELEASE_MAX_CELLS = 11
+    settings.RELEASE_MAX_CELLS = 14
     refused = curator_client.post("/api/v1/releases/", body, format="json")
-    settings.RELEASE_MAX_CELLS = 12
+    settings.RELEASE_MAX_CELLS = 15
     allowed = curator_client.post("/api/v1/releases/", body, format="json")
 
     # then
     assert refused.status_code == 400
     assert list(refused.json()["errors"]) == ["queries"]
-    assert refused.json()["errors"]["queries"][0].startswith("these statistics publish 12 numbers")
+    assert refused.json()["errors"]["queries"][0].startswith("these statistics publish 15 numbers")
     assert allowed.status_code == 201
     assert Release.objects.count() == 1
 
