@@ -563,8 +563,7 @@ def _sentence(entry: dict, declared_size: int | None) -> str:
         "sum": "the published sum is within ±{} of the true sum",
         "mean": "the published mean is within ±{} of the true mean"
         + (f" (for about {declared_size:,} records)" if declared_size else ""),
-        "quantile": "each published quantile's rank is within ±{} records of the true "
-        "quantile's",
+        "quantile": "each published quantile's rank is within ±{} records of the true quantile's",
     }.get(entry["kind"], "the published value is within ±{} of the true value")
     return "With 95% probability " + what.format(amount) + "."
 
