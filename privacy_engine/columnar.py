@@ -268,7 +268,7 @@ class ColumnarWriter:
     def __exit__(self, kind, error, traceback) -> None:
         try:
             self.close()
-        except Exception:
+        except BaseException:  # an interrupt while waiting for the last write included
             self.path.unlink(missing_ok=True)
             if error is None:
                 raise

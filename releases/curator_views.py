@@ -495,6 +495,7 @@ def wizard_statistics(request, pk: int):
             "kind": q["kind"],
             "column": q.get("column") or "",
             "bins": ", ".join(_edge_text(b) for b in q.get("bins", [])),
+            "quantiles": ", ".join(_edge_text(a) for a in q.get("quantiles", [])),
             "weight": q.get("weight", 1),
         }
         for q in release.queries

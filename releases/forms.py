@@ -291,6 +291,7 @@ class StatisticForm(forms.Form):
         required=False,
         label="Quantiles",
         help_text="Quantiles: numbers between 0 and 1, e.g. 0.5 for the median, 0.25, 0.5, 0.75",
+        widget=forms.TextInput(attrs={"placeholder": "0.25, 0.5, 0.75"}),
     )
     weight = forms.FloatField(
         initial=1,

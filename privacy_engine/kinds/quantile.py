@@ -82,7 +82,8 @@ def scores(alpha_steps: int, below: list[int], at_most: list[int]) -> list[int]:
 
 
 def quantile_label(alpha: float) -> str:
-    return format_number(alpha)
+    """The published name of quantile α, from its steps: 0.5, 0.25, 0.999."""
+    return format_number(quantile_steps(alpha) / QUANTILE_STEPS)
 
 
 class QuantileKind(QueryKind):
@@ -113,7 +114,7 @@ class QuantileKind(QueryKind):
         for alpha in alphas:
             if (
                 not math.isfinite(alpha)
-                or not 0 < alpha < 1
+                or not 1 <= quantile_steps(alpha) <= QUANTILE_STEPS - 1
                 or abs(alpha * QUANTILE_STEPS - quantile_steps(alpha)) > 1e-9
             ):
                 raise EngineValidationError.single(
@@ -212,10 +213,15 @@ class QuantileKind(QueryKind):
         assert isinstance(column, NumericColumn)
         grid = candidates_of(column)
         below, at_most = exact
-        value = {}
-        for alpha, mechanism in zip(query.quantiles, planned.mechanisms, strict=True):
-            chosen = mechanism.release(scores(quantile_steps(alpha), below, at_most))
-            value[quantile_label(alpha)] = grid[chosen]
+        chosen = [
+            grid[mechanism.release(scores(quantile_steps(alpha), below, at_most))]
+            for alpha, mechanism in zip(query.quantiles, planned.mechanisms, strict=True)
+        ]
+        # Post-processing: quantiles never decrease with α, so the chosen values are published
+        # in increasing order of α (each choice's guarantee holds for the sorted set too).
+        order = sorted(query.quantiles)
+        in_order = dict(zip(order, sorted(chosen), strict=True))
+        value = {quantile_label(alpha): in_order[alpha] for alpha in query.quantiles}
         ranks = planned.ci95_halfwidth
         rule = (
             f"{column.rule()}; each quantile is one of {CANDIDATES:,} equally spaced values from "

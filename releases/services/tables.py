@@ -13,6 +13,7 @@ The rules every read follows (README repeats them):
   blank: it is a record whose values are all missing.
 """
 
+import contextlib
 import csv
 import dataclasses
 import functools
@@ -519,7 +520,11 @@ def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
         pool.shutdown(wait=True)
         close = getattr(items, "close", None)
         if close is not None:
-            close()
+            # A signal (a task's time limit) landing while the first read started can leave
+            # that read running, and closing then fails: the error that stopped the reading is
+            # the one to report.
+            with contextlib.suppress(Exception):
+                close()
 
 
 def _write_batches(

@@ -45,8 +45,9 @@ function plotlyText(s) {
       labels = Object.keys(stat.noisy);
       truth = labels.map(function (k) { return stat.simulated[k]; });
       noisy = labels.map(function (k) { return stat.noisy[k]; });
-      minus = labels.map(function (k) { return stat.noisy[k] - stat.ci95[k][0]; });
-      plus = labels.map(function (k) { return stat.ci95[k][1] - stat.noisy[k]; });
+      // A statistic without value intervals (a quantile: its accuracy is in ranks) has no bars.
+      minus = labels.map(function (k) { return stat.ci95 ? stat.noisy[k] - stat.ci95[k][0] : 0; });
+      plus = labels.map(function (k) { return stat.ci95 ? stat.ci95[k][1] - stat.noisy[k] : 0; });
     } else {
       labels = [title];
       truth = [stat.simulated];

@@ -62,6 +62,10 @@
     if (kind === "histogram" && bins.trim()) {
       query.bins = bins.split(",").map(function (b) { return parseFloat(b); });
     }
+    if (kind === "quantile") {
+      var quantiles = row.querySelector("input[name$='-quantiles']").value;
+      query.quantiles = (quantiles.trim() || "0.5").split(",").map(function (q) { return parseFloat(q); });
+    }
     return query;
   }
 

@@ -113,3 +113,77 @@ def test_the_wizard_preview_states_a_quantiles_accuracy_in_ranks(client, curator
     # then
     assert response.status_code == 200
     assert "each published quantile&#x27;s rank is within ±" in response.content.decode()
+
+
+@pytest.mark.parametrize("quantiles", [[1e-300], [0.9999999999995], [0.0004]])
+def test_quantiles_that_round_to_0_or_1_are_refused(curator_client, dataset, quantiles):
+    response = curator_client.post(
+        "/api/v1/releases/",
+        draft(dataset.pk, {**QUANTILES, "quantiles": quantiles}),
+        format="json",
+    )
+
+    assert response.status_code == 400
+    assert "between 0 and 1" in response.json()["errors"]["queries.0.quantiles"][0]
+
+
+def test_the_wizard_shows_and_keeps_the_quantiles_of_a_draft(client, curator, dataset):
+    # given a draft whose quantiles are not the form's default
+    from releases.services.releases import release_draft_create
+
+    release = release_draft_create(
+        user=curator,
+        dataset=dataset,
+        title="Ages",
+        definition={"kind": "pure_dp", "epsilon": 0.5},
+        queries=[{"kind": "quantile", "column": "age", "quantiles": [0.1, 0.9]}],
+    )
+    client.force_login(curator)
+
+    # when the statistics step is shown, then saved as shown
+    page = client.get(f"/releases/{release.pk}/statistics/").content.decode()
+    saved = client.post(
+        f"/releases/{release.pk}/statistics/",
+        {
+            "stat-TOTAL_FORMS": "1",
+            "stat-INITIAL_FORMS": "1",
+            "stat-MIN_NUM_FORMS": "1",
+            "stat-MAX_NUM_FORMS": "1000",
+            "stat-0-kind": "quantile",
+            "stat-0-column": "age",
+            "stat-0-quantiles": "0.1, 0.9",
+            "stat-0-weight": "1",
+        },
+    )
+
+    # then
+    assert 'name="stat-0-quantiles" value="0.1, 0.9"' in page
+    assert saved.status_code == 302
+    release.refresh_from_db()
+    assert release.queries == [{"kind": "quantile", "column": "age", "quantiles": [0.1, 0.9]}]
+
+
+def test_quantiles_are_published_in_increasing_order(dataset):
+    # given a noise source whose choices decrease as the quantiles grow
+    from privacy_engine import run_queries
+    from privacy_engine.kinds.quantile import Quantile
+
+    class Reversed:
+        picks = iter([100, 500, 900])  # 0.75 → 10, 0.5 → 50, 0.25 → 90
+
+        def sample(self, measurement, value):
+            return next(self.picks)
+
+    schema = {"columns": {"age": {"kind": "numeric", "lower": 0, "upper": 100}}}
+    import pandas as pd
+
+    result = run_queries(
+        pd.DataFrame({"age": ["1", "50", "99"]}),
+        schema=schema,
+        definition={"kind": "pure_dp", "epsilon": 1.0},
+        queries=[Quantile(column="age", quantiles=(0.75, 0.5, 0.25))],
+        noise=Reversed(),
+    )
+
+    # then: 0.25 ≤ 0.5 ≤ 0.75 whatever order the choices came in
+    assert result.statistics[0].value == {"0.75": 90.0, "0.5": 50.0, "0.25": 10.0}
