@@ -91,7 +91,16 @@ class CategoryCounts:
         return (*self.categories, self.other) if self.other is not None else self.categories
 
 
-Aggregate = RowCount | GridSum | PresentCount | BinCounts | RankCounts | CategoryCounts
+@dataclass(frozen=True)
+class PairCounts:
+    """Records per pair of buckets of two categorical columns (a 2-way table, row-major: the
+    first column's buckets are rows); a record dropped by either column's rules is not counted."""
+
+    first: CategoryCounts
+    second: CategoryCounts
+
+
+Aggregate = RowCount | GridSum | PresentCount | BinCounts | RankCounts | CategoryCounts | PairCounts
 
 
 def needed_columns(requests: Iterable[Aggregate]) -> tuple[set[str], set[str]]:
@@ -103,6 +112,8 @@ def needed_columns(requests: Iterable[Aggregate]) -> tuple[set[str], set[str]]:
             numbers.add(request.column)
         elif isinstance(request, CategoryCounts):
             labels.add(request.column)
+        elif isinstance(request, PairCounts):
+            labels.update((request.first.column, request.second.column))
     return numbers, labels
 
 
@@ -110,6 +121,29 @@ def needed_columns(requests: Iterable[Aggregate]) -> tuple[set[str], set[str]]:
 
 
 def _category_state(labels: Labels, request: CategoryCounts) -> np.ndarray:
+    per_value = np.bincount(labels.codes, minlength=len(labels.dictionary))
+    bucket_of_value = _bucket_of_value(labels, request)
+    kept = bucket_of_value >= 0
+    counts = np.bincount(
+        bucket_of_value[kept], weights=per_value[kept], minlength=len(request.buckets)
+    )
+    return counts.astype(np.int64)
+
+
+def _pair_state(table: TypedTable, request: PairCounts) -> np.ndarray:
+    first, second = request.first, request.second
+    rows = _bucket_of_value(table.labels[first.column], first)[table.labels[first.column].codes]
+    columns = _bucket_of_value(table.labels[second.column], second)[
+        table.labels[second.column].codes
+    ]
+    kept = (rows >= 0) & (columns >= 0)
+    width = len(second.buckets)
+    cells = np.bincount(rows[kept] * width + columns[kept], minlength=len(first.buckets) * width)
+    return cells.astype(np.int64)
+
+
+def _bucket_of_value(labels: Labels, request: CategoryCounts) -> np.ndarray:
+    """Each distinct value's bucket under the column's rules, -1 where the record is dropped."""
     buckets = list(request.buckets)
     categories = pa.array(list(request.categories), type=labels.dictionary.type)
     bucket_of_value = (
@@ -129,10 +163,7 @@ def _category_state(labels: Labels, request: CategoryCounts) -> np.ndarray:
             bucket_of_value[missing] = (
                 buckets.index(request.other) if request.other is not None else -1
             )
-    per_value = np.bincount(labels.codes, minlength=len(bucket_of_value))
-    kept = bucket_of_value >= 0
-    counts = np.bincount(bucket_of_value[kept], weights=per_value[kept], minlength=len(buckets))
-    return counts.astype(np.int64)
+    return bucket_of_value
 
 
 def partial(request: Aggregate, table: TypedTable) -> Any:
@@ -141,6 +172,8 @@ def partial(request: Aggregate, table: TypedTable) -> Any:
         return table.row_count
     if isinstance(request, CategoryCounts):
         return _category_state(table.labels[request.column], request)
+    if isinstance(request, PairCounts):
+        return _pair_state(table, request)
     (state,) = _numbers_states([request], table.numbers[request.column])
     return state
 
@@ -198,6 +231,8 @@ def empty(request: Aggregate) -> Any:
         return np.zeros((2, len(request.candidates)), dtype=np.int64)
     if isinstance(request, CategoryCounts):
         return np.zeros(len(request.buckets), dtype=np.int64)
+    if isinstance(request, PairCounts):
+        return np.zeros(len(request.first.buckets) * len(request.second.buckets), dtype=np.int64)
     return 0
 
 
@@ -205,7 +240,7 @@ def finish(request: Aggregate, state: Any) -> Any:
     """The exact answer: an int, a float (a grid sum) or a list of ints (counts per cell)."""
     if isinstance(request, GridSum):
         return round_sum_state(state, request.grid)
-    if isinstance(request, BinCounts | CategoryCounts):
+    if isinstance(request, BinCounts | CategoryCounts | PairCounts):
         return [int(count) for count in state]
     if isinstance(request, RankCounts):
         return [[int(count) for count in row] for row in state]

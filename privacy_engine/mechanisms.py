@@ -413,5 +413,10 @@ class ExponentialMechanism:
         return self.scale * (math.log(self.candidates) + 1.0)
 
     def release(self, scores: list[int]) -> int:
-        """The chosen option's index."""
-        return int(self.noise.sample(self.measurement, [int(s) for s in scores]))
+        """The chosen option's index. A noise source that hands the input back (tests' exact
+        sources) stands for no noise: the least score is chosen."""
+        exact = [int(s) for s in scores]
+        chosen = self.noise.sample(self.measurement, exact)
+        if isinstance(chosen, list):
+            return min(range(len(exact)), key=exact.__getitem__)
+        return int(chosen)

@@ -493,7 +493,8 @@ def wizard_statistics(request, pk: int):
     initial = [
         {
             "kind": q["kind"],
-            "column": q.get("column") or "",
+            "column": q.get("column") or (q.get("columns") or [""])[0],
+            "second_column": (q.get("columns") or ["", ""])[1] if q["kind"] == "marginal" else "",
             "bins": ", ".join(_edge_text(b) for b in q.get("bins", [])),
             "quantiles": ", ".join(_edge_text(a) for a in q.get("quantiles", [])),
             "weight": q.get("weight", 1),
@@ -565,6 +566,7 @@ def _sentence(entry: dict, declared_size: int | None) -> str:
         "mean": "the published mean is within ±{} of the true mean"
         + (f" (for about {declared_size:,} records)" if declared_size else ""),
         "quantile": "each published quantile's rank is within ±{} records of the true quantile's",
+        "marginal": "each published cell of the table is within ±{} of its true count",
     }.get(entry["kind"], "the published value is within ±{} of the true value")
     return "With 95% probability " + what.format(amount) + "."
 

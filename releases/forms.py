@@ -16,6 +16,7 @@ STATISTIC_LABELS = {
     "sum": "Sum",
     "mean": "Mean",
     "quantile": "Quantiles (median, quartiles…)",
+    "marginal": "Table of two categorical columns",
 }
 
 
@@ -282,6 +283,9 @@ def _numbers(text: str) -> list[float] | str:
 class StatisticForm(forms.Form):
     kind = forms.ChoiceField(choices=[(k, STATISTIC_LABELS[k]) for k in QUERY_KINDS])
     column = forms.ChoiceField(required=False)
+    second_column = forms.ChoiceField(
+        required=False, label="Second column", help_text="Tables: the column across the top."
+    )
     bins = forms.CharField(
         required=False,
         label="Bin edges",
@@ -304,13 +308,16 @@ class StatisticForm(forms.Form):
     def __init__(self, *args, columns: list[str] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["column"].choices = [("", "—")] + [(c, c) for c in columns or []]
+        self.fields["second_column"].choices = self.fields["column"].choices
 
     def to_query(self) -> dict | None:
         data = self.cleaned_data
         if not data or data.get("DELETE"):
             return None
         query: dict = {"kind": data["kind"], "weight": data["weight"]}
-        if data["kind"] != "count":
+        if data["kind"] == "marginal":
+            query["columns"] = [data.get("column") or "", data.get("second_column") or ""]
+        elif data["kind"] != "count":
             query["column"] = data.get("column") or None
         if data["kind"] == "histogram" and data.get("bins", "").strip():
             query["bins"] = _numbers(data["bins"])

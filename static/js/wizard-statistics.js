@@ -57,7 +57,9 @@
     var kind = row.querySelector("select[name$='-kind']").value;
     var query = { kind: kind };
     var column = row.querySelector("select[name$='-column']").value;
-    if (kind !== "count" && column) { query.column = column; }
+    if (kind === "marginal") {
+      query.columns = [column, row.querySelector("select[name$='-second_column']").value];
+    } else if (kind !== "count" && column) { query.column = column; }
     var bins = row.querySelector("input[name$='-bins']").value;
     if (kind === "histogram" && bins.trim()) {
       query.bins = bins.split(",").map(function (b) { return parseFloat(b); });

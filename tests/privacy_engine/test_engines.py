@@ -44,6 +44,7 @@ def rows(count: int) -> dict[str, list[str]]:
         "amount": [AMOUNTS[(i * 5) % len(AMOUNTS)] for i in range(count)],
         "age": [str((i * 37) % 95) for i in range(count)],
         "region": [["north", "south", " east", "", "west", "x"][i % 6] for i in range(count)],
+        "band": [["a", "b", "", "c"][(i * 3) % 4 if i % 7 else 1] for i in range(count)],
     }
 
 
@@ -81,6 +82,7 @@ SCHEMA = {
             "other": "other",
             "fill": "north",
         },
+        "band": {"kind": "categorical", "categories": ["a", "b"], "other": "other"},
     },
     "declared_size": ROWS,
 }
@@ -91,6 +93,8 @@ QUERIES = [
     {"kind": "mean", "column": "amount"},
     {"kind": "histogram", "column": "region"},
     {"kind": "histogram", "column": "age", "bins": [0, 10, 50, 99.5, 100]},
+    {"kind": "quantile", "column": "amount", "quantiles": [0.25, 0.5]},
+    {"kind": "marginal", "columns": ["region", "band"]},
 ]
 DEFINITION = {"kind": "pure_dp", "epsilon": 1.0}
 

@@ -374,7 +374,7 @@ def _queries(*queries):
         ),
         pytest.param(
             _queries({"kind": "count"}, {"kind": "median", "column": "age"}),
-            {"queries.1.kind": ["must be one of: count, histogram, sum, mean, quantile"]},
+            {"queries.1.kind": ["must be one of: count, histogram, sum, mean, quantile, marginal"]},
             id="unknown-kind",
         ),
         pytest.param(

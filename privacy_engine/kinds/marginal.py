@@ -1,0 +1,188 @@
+"""``marginal``: a contingency table (2-way marginal) of two categorical columns, with its row,
+column and grand totals.
+
+Each record falls in at most one cell (a record either column's rules drop is in none), so the
+cell vector has the sensitivity of a histogram under the definition (histogram_sensitivity: one
+cell under add/remove, two under Blowfish's replacement), times c for a person of up to c rows.
+The cells get the same integer mechanism as a histogram, drawn once for the whole table.
+
+Consistency is post-processing with public facts only: a count is never negative, so each noisy
+cell below 0 is published as 0 (which never moves it away from its true count), and every total
+is the sum of the published cells it covers. The published totals therefore agree with the
+published table exactly. A cell's 95% interval is the mechanism's; a total's is simultaneous over
+the table: every cell within its half-width h at coverage 1 − 0.05/K (K cells, Bonferroni) puts a
+total of m cells within m·h.
+
+Cells are labelled by the JSON array of their two buckets, ``["F", "north"]``, and totals by
+``null`` in place of the bucket summed over (``["F", null]``, ``[null, null]``): unambiguous
+whatever the category names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from privacy_engine.aggregates import Aggregate, CategoryCounts, PairCounts
+from privacy_engine.errors import EngineValidationError
+from privacy_engine.kinds.base import (
+    PlanContext,
+    PlannedStatistic,
+    QueryKind,
+    StatisticResult,
+    count_interval,
+    integer_mechanism,
+    register,
+    single,
+)
+from privacy_engine.schema import CategoricalColumn, Schema
+from privacy_engine.sensitivity import histogram_sensitivity
+
+# Bounds one request's work and its page: cells of one table.
+MAX_CELLS = 2500
+
+
+@dataclass(frozen=True)
+class Marginal:
+    """Records per pair of buckets of two categorical ``columns`` (rows, then columns)."""
+
+    columns: tuple[str, str]
+    weight: float = 1.0
+    kind: str = field(default="marginal", init=False)
+    column: None = field(default=None, init=False)
+
+
+def cell_label(row: str | None, column: str | None) -> str:
+    return json.dumps([row, column], ensure_ascii=False)
+
+
+def _categorical(name: str, schema: Schema) -> CategoricalColumn:
+    column = schema.columns.get(name)
+    if not isinstance(column, CategoricalColumn):
+        raise EngineValidationError.single("columns", f"'{name}' is not a categorical column")
+    return column
+
+
+def _counts(name: str, schema: Schema) -> CategoryCounts:
+    column = _categorical(name, schema)
+    return CategoryCounts(
+        column=name, categories=tuple(column.categories), other=column.other, fill=column.fill
+    )
+
+
+class MarginalKind(QueryKind):
+    name = "marginal"
+    query_type = Marginal
+
+    def parse(self, spec: Mapping[str, Any], weight: float) -> Marginal:
+        columns = spec.get("columns")
+        if (
+            not isinstance(columns, list)
+            or len(columns) != 2
+            or not all(isinstance(c, str) for c in columns)
+            or columns[0] == columns[1]
+        ):
+            raise EngineValidationError.single(
+                "columns", 'name two different categorical columns, e.g. ["sex", "region"]'
+            )
+        return Marginal(columns=(columns[0], columns[1]), weight=weight)
+
+    def validate(self, query: Marginal, schema: Schema) -> None:
+        if len(query.columns) != 2 or query.columns[0] == query.columns[1]:
+            raise EngineValidationError.single("columns", "name two different columns")
+        first, second = (_categorical(name, schema) for name in query.columns)
+        cells = len(first.buckets) * len(second.buckets)
+        if cells > MAX_CELLS:
+            raise EngineValidationError.single(
+                "columns", f"the table would have {cells:,} cells; at most {MAX_CELLS:,} allowed"
+            )
+
+    def to_dict(self, query: Marginal) -> dict[str, Any]:
+        return {"columns": list(query.columns)}
+
+    def columns(self, query: Marginal) -> tuple[str, ...]:
+        return query.columns
+
+    def published_cells(self, query: Marginal, schema: Schema) -> int:
+        rows, columns = (len(_categorical(name, schema).buckets) for name in query.columns)
+        return rows * columns + rows + columns + 1
+
+    def sensitivity(self, query: Marginal, context: PlanContext) -> int:
+        return context.rows_per_person * histogram_sensitivity(context.definition)
+
+    def simulated(
+        self, query: Marginal, schema: Schema, n: int
+    ) -> tuple[dict[str, int], list[int]]:
+        """Records spread evenly over the declared categories' pairs (other buckets empty)."""
+        first, second = (_categorical(name, schema) for name in query.columns)
+        pairs = len(first.categories) * len(second.categories)
+        spread = iter([n // pairs + (1 if i < n % pairs else 0) for i in range(pairs)])
+        cells = [
+            next(spread) if a in first.categories and b in second.categories else 0
+            for a in first.buckets
+            for b in second.buckets
+        ]
+        return dict(zip(self._cell_labels(query, schema), cells, strict=True)), cells
+
+    def _cell_labels(self, query: Marginal, schema: Schema) -> list[str]:
+        first, second = (_categorical(name, schema) for name in query.columns)
+        return [cell_label(a, b) for a in first.buckets for b in second.buckets]
+
+    def plan(
+        self, query: Marginal, epsilon: float, delta: float, context: PlanContext
+    ) -> PlannedStatistic:
+        mechanism = integer_mechanism(self.sensitivity(query, context), epsilon, delta, context)
+        return single(query, epsilon, delta, mechanism)
+
+    def aggregates(self, query: Marginal, schema: Schema) -> list[Aggregate]:
+        first, second = (_counts(name, schema) for name in query.columns)
+        return [PairCounts(first=first, second=second)]
+
+    def exact_answer(self, query: Marginal, answers: list[Any]) -> list[int]:
+        (cells,) = answers
+        return cells
+
+    def release(
+        self, planned: PlannedStatistic, exact: list[int], schema: Schema, common: dict[str, Any]
+    ) -> StatisticResult:
+        query = planned.query
+        first, second = (_categorical(name, schema) for name in query.columns)
+        (mechanism,) = planned.mechanisms
+        noisy = [max(0, int(v)) for v in mechanism.release(exact)]
+        width = len(second.buckets)
+        table = {
+            (a, b): noisy[i * width + j]
+            for i, a in enumerate(first.buckets)
+            for j, b in enumerate(second.buckets)
+        }
+        cell_halfwidth = mechanism.halfwidth()
+        joint_halfwidth = mechanism.halfwidth(1.0 - 0.05 / len(noisy))
+        value: dict[str, int] = {}
+        ci95: dict[str, list[int]] = {}
+        for (a, b), count in table.items():
+            value[cell_label(a, b)] = count
+            ci95[cell_label(a, b)] = count_interval(count, cell_halfwidth)
+        totals: list[tuple[str | None, str | None, int, int]] = []
+        for a in first.buckets:
+            cells = [table[a, b] for b in second.buckets]
+            totals.append((a, None, sum(cells), len(cells)))
+        for b in second.buckets:
+            cells = [table[a, b] for a in first.buckets]
+            totals.append((None, b, sum(cells), len(cells)))
+        totals.append((None, None, sum(table.values()), len(table)))
+        for a, b, total, covered in totals:
+            value[cell_label(a, b)] = total
+            ci95[cell_label(a, b)] = count_interval(total, covered * joint_halfwidth)
+        rule = (
+            f"{first.rule()} ({query.columns[0]}); {second.rule()} ({query.columns[1]}); "
+            "negative cells published as 0; each total is the sum of the published cells it "
+            "covers, its interval simultaneous over the table"
+        )
+        return StatisticResult(
+            value=value, ci95=ci95, rule=rule, columns=list(query.columns), **common
+        )
+
+
+KIND = register(MarginalKind())

@@ -1,0 +1,135 @@
+"""The ``marginal`` kind: a 2-way table whose totals agree with its cells, no negative count, the
+histogram's sensitivity under every definition, and bad specs named."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from privacy_engine import EngineValidationError, plan_release, run_queries
+
+SCHEMA = {
+    "columns": {
+        "sex": {"kind": "categorical", "categories": ["F", "M"], "other": "other"},
+        "region": {"kind": "categorical", "categories": ["north", "south"]},
+        "age": {"kind": "numeric", "lower": 0, "upper": 100},
+    },
+    "declared_size": 100,
+}
+FRAME = pd.DataFrame(
+    {
+        "sex": ["F", "M", "F", "X", "", "M", "F"],
+        "region": ["north", "south", "south", "north", "north", "east", "north"],
+        "age": ["1"] * 7,
+    }
+)
+TABLE = {"kind": "marginal", "columns": ["sex", "region"]}
+
+
+class NoNoise:
+    def sample(self, measurement, value):
+        return value
+
+
+class Minus:
+    """Noise of −3 on every cell: some published counts would be negative."""
+
+    def sample(self, measurement, value):
+        return [v - 3 for v in value]
+
+
+def cells(value: dict) -> dict[tuple, int]:
+    return {tuple(json.loads(label)): count for label, count in value.items()}
+
+
+def test_exact_cells_and_totals_follow_the_columns_rules():
+    # when: no noise
+    result = run_queries(
+        FRAME,
+        schema=SCHEMA,
+        definition={"kind": "pure_dp", "epsilon": 1.0},
+        queries=[TABLE],
+        noise=NoNoise(),
+    )
+
+    # then: "X" goes to other, a missing sex and the region "east" (no other bucket) are dropped
+    published = cells(result.statistics[0].value)
+    assert {k: v for k, v in published.items() if None not in k} == {
+        ("F", "north"): 2,
+        ("F", "south"): 1,
+        ("M", "north"): 0,
+        ("M", "south"): 1,
+        ("other", "north"): 1,
+        ("other", "south"): 0,
+    }
+    assert published["F", None] == 3
+    assert published[None, "north"] == 3
+    assert published[None, None] == 5
+
+
+def test_negative_cells_are_published_as_0_and_every_total_is_the_sum_of_its_cells():
+    # when: noise that would make counts negative
+    result = run_queries(
+        FRAME,
+        schema=SCHEMA,
+        definition={"kind": "pure_dp", "epsilon": 1.0},
+        queries=[TABLE],
+        noise=Minus(),
+    )
+
+    # then
+    statistic = result.statistics[0]
+    published = cells(statistic.value)
+    assert min(published.values()) == 0
+    for row in ("F", "M", "other"):
+        assert published[row, None] == sum(published[row, c] for c in ("north", "south"))
+    for column in ("north", "south"):
+        assert published[None, column] == sum(published[r, column] for r in ("F", "M", "other"))
+    assert published[None, None] == sum(v for k, v in published.items() if None not in k)
+    low, high = statistic.ci95[json.dumps([None, None])]
+    assert low <= published[None, None] <= high
+
+
+@pytest.mark.parametrize(
+    ("definition", "schema", "sensitivity"),
+    [
+        ({"kind": "pure_dp", "epsilon": 1.0}, SCHEMA, 1),
+        ({"kind": "approx_dp", "epsilon": 1.0, "delta": 1e-6}, SCHEMA, 1),
+        ({"kind": "blowfish", "epsilon": 1.0, "policy": {"graph": "full_domain"}}, SCHEMA, 2),
+        (
+            {"kind": "pure_dp", "epsilon": 1.0},
+            {
+                **SCHEMA,
+                "columns": {**SCHEMA["columns"], "id": {"kind": "identifier"}},
+                "person_key": "id",
+                "max_rows_per_person": 3,
+            },
+            3,
+        ),
+    ],
+)
+def test_a_table_has_the_sensitivity_of_a_histogram(definition, schema, sensitivity):
+    plan = plan_release(schema=schema, definition=definition, queries=[TABLE])
+
+    assert plan.statistics[0].sensitivity == sensitivity
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        (["sex"], "name two different categorical columns"),
+        (["sex", "sex"], "name two different categorical columns"),
+        ("sex", "name two different categorical columns"),
+        (["sex", "age"], "'age' is not a categorical column"),
+        (["sex", "nope"], "'nope' is not a categorical column"),
+    ],
+)
+def test_a_bad_table_is_refused_naming_its_columns(columns, message):
+    with pytest.raises(EngineValidationError) as refused:
+        plan_release(
+            schema=SCHEMA,
+            definition={"kind": "pure_dp", "epsilon": 1.0},
+            queries=[{"kind": "marginal", "columns": columns}],
+        )
+
+    assert any(message in m for m in refused.value.errors["queries.0.columns"])

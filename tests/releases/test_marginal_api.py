@@ -1,0 +1,114 @@
+"""The ``marginal`` kind through the API, the wizard and the pages."""
+
+import csv
+import io
+import json
+
+import pytest
+
+from releases.models import Release
+from releases.services.datasets import dataset_schema_update
+from tests.conftest import CLINIC_SCHEMA
+
+TABLE = {"kind": "marginal", "columns": ["sex", "visits"]}
+
+
+@pytest.fixture
+def tabled(dataset, curator):
+    """The clinic dataset with visits declared categorical too."""
+    schema = {
+        **CLINIC_SCHEMA,
+        "columns": {
+            **CLINIC_SCHEMA["columns"],
+            "visits": {"kind": "categorical", "categories": ["0", "1", "2"], "other": "3+"},
+        },
+    }
+    return dataset_schema_update(dataset=dataset, user=curator, schema=schema)
+
+
+def body(dataset_id: int, *queries: dict) -> dict:
+    return {
+        "dataset": dataset_id,
+        "title": "Visits by sex",
+        "definition": {"kind": "pure_dp", "epsilon": 0.5},
+        "queries": list(queries),
+    }
+
+
+def test_a_table_is_previewed_published_shown_and_downloadable(
+    curator_client, anonymous_client, tabled, django_capture_on_commit_callbacks
+):
+    # given
+    created = curator_client.post("/api/v1/releases/", body(tabled.pk, TABLE), format="json")
+    assert created.status_code == 201, created.json()
+    preview = created.json()["preview"][0]
+    assert (preview["kind"], preview["columns"], preview["sensitivity"]) == (
+        "marginal",
+        ["sex", "visits"],
+        1,
+    )
+
+    # when
+    with django_capture_on_commit_callbacks(execute=True):
+        curator_client.post(f"/api/v1/releases/{created.json()['id']}/submit/")
+
+    # then: 2 × 4 cells, 2 + 4 + 1 totals, in published order, consistent
+    release = Release.objects.get(pk=created.json()["id"])
+    assert release.status == "published", release.failure_reason
+    version = anonymous_client.get(f"/api/v1/catalog/{release.series.slug}/versions/1/").json()
+    (statistic,) = version["statistics"]
+    labels = [tuple(json.loads(label)) for label in statistic["cells"]]
+    assert labels[:2] == [("F", "0"), ("F", "1")]
+    assert labels[-1] == (None, None)
+    assert len(labels) == 2 * 4 + 2 + 4 + 1
+    value = {tuple(json.loads(k)): v for k, v in statistic["value"].items()}
+    assert value[None, None] == sum(v for k, v in value.items() if None not in k)
+    page = anonymous_client.get(f"/catalog/{release.series.slug}/v1/")
+    assert page.status_code == 200
+    files = {f["format"]: f for f in version["files"]}
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                b"".join(anonymous_client.get(files["csv"]["url"]).streaming_content).decode()
+            )
+        )
+    )
+    assert len(rows) == len(labels)
+
+
+def test_the_wizard_keeps_a_tables_second_column(client, curator, tabled):
+    # given
+    from releases.services.releases import release_draft_create
+
+    release = release_draft_create(
+        user=curator,
+        dataset=tabled,
+        title="Visits by sex",
+        definition={"kind": "pure_dp", "epsilon": 0.5},
+        queries=[TABLE],
+    )
+    client.force_login(curator)
+
+    # when the statistics step is saved as shown
+    page = client.get(f"/releases/{release.pk}/statistics/").content.decode()
+    saved = client.post(
+        f"/releases/{release.pk}/statistics/",
+        {
+            "stat-TOTAL_FORMS": "1",
+            "stat-INITIAL_FORMS": "1",
+            "stat-MIN_NUM_FORMS": "1",
+            "stat-MAX_NUM_FORMS": "1000",
+            "stat-0-kind": "marginal",
+            "stat-0-column": "sex",
+            "stat-0-second_column": "visits",
+            "stat-0-weight": "1",
+        },
+    )
+
+    # then
+    assert '<option value="visits" selected>' in page
+    assert saved.status_code == 302
+    release.refresh_from_db()
+    assert release.queries == [TABLE]
+    preview = client.get(f"/releases/{release.pk}/preview/").content.decode()
+    assert "each published cell of the table is within ±" in preview
