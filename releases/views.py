@@ -40,7 +40,11 @@ def plotly_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-CHART_AXES = {"histogram": "published count", "quantile": "published value"}
+CHART_AXES = {
+    "histogram": "published count",
+    "marginal": "published count",
+    "quantile": "published value",
+}
 
 
 def _chart_data(statistics: list[dict]) -> list[dict]:

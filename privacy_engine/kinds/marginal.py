@@ -72,6 +72,30 @@ def _counts(name: str, schema: Schema) -> CategoryCounts:
     )
 
 
+def _with_totals(
+    table: dict[tuple[str, str], int], first: CategoricalColumn, second: CategoricalColumn
+) -> dict[str, int]:
+    """The cells, then each row's, each column's and the grand total, as published labels."""
+    value = {cell_label(a, b): count for (a, b), count in table.items()}
+    for a in first.buckets:
+        value[cell_label(a, None)] = sum(table[a, b] for b in second.buckets)
+    for b in second.buckets:
+        value[cell_label(None, b)] = sum(table[a, b] for a in first.buckets)
+    value[cell_label(None, None)] = sum(table.values())
+    return value
+
+
+def _cells_covered(
+    label: list[str | None], first: CategoricalColumn, second: CategoricalColumn
+) -> int:
+    """How many cells a published number sums: 1 for a cell, a row's or a column's worth for
+    their totals, all of them for the grand total."""
+    row, column = label
+    rows = 1 if row is not None else len(first.buckets)
+    columns = 1 if column is not None else len(second.buckets)
+    return rows * columns
+
+
 class MarginalKind(QueryKind):
     name = "marginal"
     query_type = Marginal
@@ -119,16 +143,12 @@ class MarginalKind(QueryKind):
         first, second = (_categorical(name, schema) for name in query.columns)
         pairs = len(first.categories) * len(second.categories)
         spread = iter([n // pairs + (1 if i < n % pairs else 0) for i in range(pairs)])
-        cells = [
-            next(spread) if a in first.categories and b in second.categories else 0
+        table = {
+            (a, b): next(spread) if a in first.categories and b in second.categories else 0
             for a in first.buckets
             for b in second.buckets
-        ]
-        return dict(zip(self._cell_labels(query, schema), cells, strict=True)), cells
-
-    def _cell_labels(self, query: Marginal, schema: Schema) -> list[str]:
-        first, second = (_categorical(name, schema) for name in query.columns)
-        return [cell_label(a, b) for a in first.buckets for b in second.buckets]
+        }
+        return _with_totals(table, first, second), list(table.values())
 
     def plan(
         self, query: Marginal, epsilon: float, delta: float, context: PlanContext
@@ -159,22 +179,12 @@ class MarginalKind(QueryKind):
         }
         cell_halfwidth = mechanism.halfwidth()
         joint_halfwidth = mechanism.halfwidth(1.0 - 0.05 / len(noisy))
-        value: dict[str, int] = {}
-        ci95: dict[str, list[int]] = {}
-        for (a, b), count in table.items():
-            value[cell_label(a, b)] = count
-            ci95[cell_label(a, b)] = count_interval(count, cell_halfwidth)
-        totals: list[tuple[str | None, str | None, int, int]] = []
-        for a in first.buckets:
-            cells = [table[a, b] for b in second.buckets]
-            totals.append((a, None, sum(cells), len(cells)))
-        for b in second.buckets:
-            cells = [table[a, b] for a in first.buckets]
-            totals.append((None, b, sum(cells), len(cells)))
-        totals.append((None, None, sum(table.values()), len(table)))
-        for a, b, total, covered in totals:
-            value[cell_label(a, b)] = total
-            ci95[cell_label(a, b)] = count_interval(total, covered * joint_halfwidth)
+        value = _with_totals(table, first, second)
+        ci95 = {}
+        for label, count in value.items():
+            covered = _cells_covered(json.loads(label), first, second)
+            halfwidth = cell_halfwidth if covered == 1 else covered * joint_halfwidth
+            ci95[label] = count_interval(count, halfwidth)
         rule = (
             f"{first.rule()} ({query.columns[0]}); {second.rule()} ({query.columns[1]}); "
             "negative cells published as 0; each total is the sum of the published cells it "

@@ -1,0 +1,72 @@
+"""Quantiles and a 2-way table in a real browser: the curator's preview draws every simulated
+chart, and the public release page draws a chart per product, with no script error."""
+
+import pytest
+
+from releases.models import Release
+from releases.services.datasets import dataset_create, dataset_schema_update
+from releases.services.releases import release_draft_create, release_submit
+from tests.browser.conftest import screenshot
+from tests.conftest import CLINIC_SCHEMA, csv_upload, make_user
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+QUERIES = [
+    {"kind": "quantile", "column": "age", "quantiles": [0.25, 0.5, 0.75]},
+    {"kind": "marginal", "columns": ["sex", "visits"]},
+    {"kind": "count"},
+]
+
+
+def test_quantiles_and_a_table_are_previewed_and_published_with_charts(page, live_server):
+    # given a curator's draft of quantiles, a table and a count
+    curator = make_user("curator1", "curator")
+    dataset = dataset_create(
+        owner=curator, name="Clinic", upload=csv_upload(), budget_epsilon="2", declared_size=500
+    )
+    dataset = dataset_schema_update(
+        dataset=dataset,
+        user=curator,
+        schema={
+            **CLINIC_SCHEMA,
+            "declared_size": 500,
+            "columns": {
+                **CLINIC_SCHEMA["columns"],
+                "visits": {"kind": "categorical", "categories": ["0", "1", "2"], "other": "3+"},
+            },
+        },
+    )
+    draft = release_draft_create(
+        user=curator,
+        dataset=dataset,
+        title="Ages and visits",
+        definition={"kind": "pure_dp", "epsilon": 1.0},
+        queries=QUERIES,
+    )
+
+    # when the curator opens the preview
+    page.goto(f"{live_server.url}/accounts/login/?next=/releases/{draft.pk}/preview/")
+    page.get_by_label("Username").fill("curator1")
+    page.get_by_label("Password").fill("pw-test-12345")
+    page.get_by_role("button", name="Log in").click()
+
+    # then every simulated chart is drawn, and the accuracy is said in ranks and cells
+    page.wait_for_selector("#simulated-2 .main-svg")
+    assert page.locator("#simulated-charts .js-plotly-plot").count() == 3
+    text = page.inner_text("main")
+    assert "each published quantile's rank is within ±" in text
+    assert "each published cell of the table is within ±" in text
+    screenshot(page, "wizard-preview-tables")
+
+    # when it is published and the public opens its page
+    release_submit(release=draft, user=curator)
+    release = Release.objects.get(pk=draft.pk)
+    assert release.status == Release.Status.PUBLISHED
+    page.goto(f"{live_server.url}/catalog/{release.series.slug}/v1/")
+
+    # then both products have a chart and no script failed
+    page.wait_for_selector("#chart-1 .main-svg")
+    assert page.locator("#chart-0.js-plotly-plot").count() == 1
+    assert "exponential mechanism" in page.inner_text("main")
+    screenshot(page, "release-page-tables")
+    assert page.console_errors == []
