@@ -61,7 +61,8 @@ def cell_label(row: str | None, column: str | None) -> str:
 def _categorical(name: str, schema: Schema) -> CategoricalColumn:
     column = schema.columns.get(name)
     if not isinstance(column, CategoricalColumn):
-        raise EngineValidationError.single("columns", f"'{name}' is not a categorical column")
+        shown = name if len(name) <= 60 else name[:57] + "…"  # never echo a long input whole
+        raise EngineValidationError.single("columns", f"'{shown}' is not a categorical column")
     return column
 
 
@@ -183,7 +184,8 @@ class MarginalKind(QueryKind):
         ci95 = {}
         for label, count in value.items():
             covered = _cells_covered(json.loads(label), first, second)
-            halfwidth = cell_halfwidth if covered == 1 else covered * joint_halfwidth
+            is_total = None in json.loads(label)
+            halfwidth = covered * joint_halfwidth if is_total else cell_halfwidth
             ci95[label] = count_interval(count, halfwidth)
         rule = (
             f"{first.rule()} ({query.columns[0]}); {second.rule()} ({query.columns[1]}); "

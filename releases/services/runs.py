@@ -257,6 +257,9 @@ def release_csv(statistics: list[dict[str, Any]]) -> bytes:
                 "rule",
             )
         }
+        if not common["column"] and stat.get("columns"):
+            # A statistic of several columns (a vector of sums, a table) names them all.
+            common["column"] = ", ".join(stat["columns"])
         if isinstance(stat["value"], dict):
             for category, value in stat["value"].items():
                 low, high = cell_interval(stat, category)

@@ -33,7 +33,8 @@ function plotlyText(s) {
   if (!source || !container || !window.Plotly) { return; }
   JSON.parse(source.textContent).forEach(function (stat, index) {
     // Raw text for the DOM (textContent, attributes); plotlyText only for what Plotly draws.
-    var title = stat.kind + (stat.column ? " of " + stat.column : "");
+    var title = stat.kind + (stat.column ? " of " + stat.column : "") +
+      (stat.columns ? " of " + stat.columns.join(", ") : "");
     var target = document.createElement("div");
     target.className = "chart";
     target.id = "simulated-" + index;

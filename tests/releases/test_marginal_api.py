@@ -112,3 +112,32 @@ def test_the_wizard_keeps_a_tables_second_column(client, curator, tabled):
     assert release.queries == [TABLE]
     preview = client.get(f"/releases/{release.pk}/preview/").content.decode()
     assert "each published cell of the table is within ±" in preview
+
+
+def test_a_tables_csv_rows_name_both_columns(
+    curator_client, anonymous_client, tabled, django_capture_on_commit_callbacks
+):
+    # given a published table
+    created = curator_client.post("/api/v1/releases/", body(tabled.pk, TABLE), format="json")
+    with django_capture_on_commit_callbacks(execute=True):
+        curator_client.post(f"/api/v1/releases/{created.json()['id']}/submit/")
+    release = Release.objects.get(pk=created.json()["id"])
+    version = anonymous_client.get(f"/api/v1/catalog/{release.series.slug}/versions/1/").json()
+    csv_file = next(f for f in version["files"] if f["format"] == "csv")
+
+    # when
+    text = b"".join(anonymous_client.get(csv_file["url"]).streaming_content).decode()
+
+    # then
+    assert {row["column"] for row in csv.DictReader(io.StringIO(text))} == {"sex, visits"}
+
+
+def test_a_long_column_name_is_not_echoed_whole(curator_client, tabled):
+    response = curator_client.post(
+        "/api/v1/releases/",
+        body(tabled.pk, {"kind": "marginal", "columns": ["sex", "x" * 100_000]}),
+        format="json",
+    )
+
+    assert response.status_code == 400
+    assert len(response.json()["errors"]["queries.0.columns"][0]) < 200
