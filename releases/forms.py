@@ -284,7 +284,7 @@ class StatisticForm(forms.Form):
     kind = forms.ChoiceField(choices=[(k, STATISTIC_LABELS[k]) for k in QUERY_KINDS])
     column = forms.ChoiceField(required=False)
     second_column = forms.ChoiceField(
-        required=False, label="Second column", help_text="Tables: the column across the top."
+        required=False, label="Table across", help_text="Tables: the column across the top."
     )
     bins = forms.CharField(
         required=False,
