@@ -74,7 +74,7 @@ def simulated_preview(
         query = planned.query
         simulation = kind_of(query).simulated(query, plan.schema, n)
         entry = {"kind": query.kind, "column": query.column, "simulated": None, "noisy": None}
-        if isinstance(getattr(query, "columns", None), tuple) and query.columns:
+        if getattr(query, "columns", ()):
             entry["columns"] = list(query.columns)
         entry["ci95"] = None
         if simulation is not None:

@@ -73,11 +73,20 @@ def laplace_calibration(
     """``(scale, epsilon_spent)``: b = S/ε, nudged up one float at a time while OpenDP's map of
     the measurement at b exceeds ``epsilon``, and that map. ``sensitivity`` is L1 (an int for
     ``"integer"`` answers); ``epsilon`` is this mechanism's own ε. Memoized (pure)."""
-    scale = sensitivity / epsilon
-    measurement = laplace_measurement(space, scale)
+    return _nudged_up(
+        functools.partial(laplace_measurement, space), sensitivity / epsilon, sensitivity, epsilon
+    )
+
+
+def _nudged_up(
+    build: Any, scale: float, sensitivity: int | float, epsilon: float
+) -> tuple[float, float]:
+    """``(scale, epsilon_spent)``: ``scale`` raised one float at a time while OpenDP's map of
+    ``build(scale)`` at ``sensitivity`` exceeds ``epsilon``, and that map."""
+    measurement = build(scale)
     while measurement.map(sensitivity) > epsilon:
         scale = math.nextafter(scale, math.inf)
-        measurement = laplace_measurement(space, scale)
+        measurement = build(scale)
     return scale, float(measurement.map(sensitivity))
 
 
@@ -363,12 +372,7 @@ def noisy_min_measurement(scale: float) -> Any:
 def noisy_min_calibration(sensitivity: int, epsilon: float) -> tuple[float, float]:
     """``(scale, epsilon_spent)``: s = 2Δ/ε (scores that are not monotonic), nudged up while
     OpenDP's map at Δ exceeds ``epsilon``, and that map. Memoized (pure)."""
-    scale = 2.0 * sensitivity / epsilon
-    measurement = noisy_min_measurement(scale)
-    while measurement.map(sensitivity) > epsilon:
-        scale = math.nextafter(scale, math.inf)
-        measurement = noisy_min_measurement(scale)
-    return scale, float(measurement.map(sensitivity))
+    return _nudged_up(noisy_min_measurement, 2.0 * sensitivity / epsilon, sensitivity, epsilon)
 
 
 class ExponentialMechanism:

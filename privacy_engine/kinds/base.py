@@ -219,8 +219,11 @@ class QueryKind(ABC):
     @abstractmethod
     def aggregates(self, query: Any, schema: Schema) -> list[Aggregate]: ...
 
-    @abstractmethod
-    def exact_answer(self, query: Any, answers: list[Any]) -> Any: ...
+    def exact_answer(self, query: Any, answers: list[Any]) -> Any:
+        """The mechanisms' input from the answers to :meth:`aggregates`, in order; by default
+        the answer to a kind's one aggregate."""
+        (answer,) = answers
+        return answer
 
     @abstractmethod
     def release(

@@ -71,10 +71,6 @@ class CountKind(QueryKind):
     def aggregates(self, query: Count, schema: Schema) -> list[Aggregate]:
         return [RowCount()]
 
-    def exact_answer(self, query: Count, answers: list[Any]) -> int:
-        (count,) = answers
-        return count
-
     def release(
         self, planned: PlannedStatistic, exact: int, schema: Schema, common: dict[str, Any]
     ) -> StatisticResult:

@@ -153,10 +153,6 @@ class HistogramKind(QueryKind):
         assert query.bins is not None
         return [BinCounts(**cleaned_numbers(query.column, schema), edges=tuple(query.bins))]
 
-    def exact_answer(self, query: Histogram, answers: list[Any]) -> list[int]:
-        (cells,) = answers
-        return cells
-
     def release(
         self, planned: PlannedStatistic, exact: list[int], schema: Schema, common: dict[str, Any]
     ) -> StatisticResult:

@@ -33,6 +33,7 @@ from privacy_engine.kinds.base import (
     QueryKind,
     StatisticResult,
     count_interval,
+    even,
     integer_mechanism,
     register,
     single,
@@ -142,8 +143,7 @@ class MarginalKind(QueryKind):
     ) -> tuple[dict[str, int], list[int]]:
         """Records spread evenly over the declared categories' pairs (other buckets empty)."""
         first, second = (_categorical(name, schema) for name in query.columns)
-        pairs = len(first.categories) * len(second.categories)
-        spread = iter([n // pairs + (1 if i < n % pairs else 0) for i in range(pairs)])
+        spread = iter(even(n, len(first.categories) * len(second.categories)))
         table = {
             (a, b): next(spread) if a in first.categories and b in second.categories else 0
             for a in first.buckets
@@ -160,10 +160,6 @@ class MarginalKind(QueryKind):
     def aggregates(self, query: Marginal, schema: Schema) -> list[Aggregate]:
         first, second = (_counts(name, schema) for name in query.columns)
         return [PairCounts(first=first, second=second)]
-
-    def exact_answer(self, query: Marginal, answers: list[Any]) -> list[int]:
-        (cells,) = answers
-        return cells
 
     def release(
         self, planned: PlannedStatistic, exact: list[int], schema: Schema, common: dict[str, Any]

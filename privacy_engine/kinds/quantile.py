@@ -197,10 +197,6 @@ class QuantileKind(QueryKind):
             RankCounts(**cleaned_numbers(query.column, schema), candidates=candidates_of(column))
         ]
 
-    def exact_answer(self, query: Quantile, answers: list[Any]) -> list[list[int]]:
-        (counts,) = answers
-        return counts
-
     def release(
         self,
         planned: PlannedStatistic,
