@@ -27,6 +27,7 @@ from privacy_engine.definitions import (
     definition_from_dict,
 )
 from privacy_engine.errors import EngineValidationError
+from privacy_engine.kinds.range_histogram import range_answer
 from privacy_engine.mechanisms import (
     ExactRelease,
     GaussianMechanism,
@@ -122,6 +123,7 @@ __all__ = [
     "posterior_bound",
     "preview",
     "query_from_dict",
+    "range_answer",
     "release_stored_table",
     "run_queries",
     "schema_from_dict",

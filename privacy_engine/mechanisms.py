@@ -49,6 +49,9 @@ def _laplace_space(space: str) -> tuple[Any, Any]:
 def _gaussian_space(space: str) -> tuple[Any, Any]:
     if space == "integer":
         return dp.vector_domain(dp.atom_domain(T=dp.i64)), dp.l2_distance(T=dp.i64)
+    if space == "integer-real-distance":
+        # Counts whose L2 sensitivity is not whole (√L for a tree of L levels).
+        return dp.vector_domain(dp.atom_domain(T=dp.i64)), dp.l2_distance(T=float)
     if space == "vector":
         return dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float)
     return dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float)
@@ -281,7 +284,8 @@ class ExactRelease:
 
 
 class GaussianMechanism:
-    """Gaussian noise for (ε, δ)-DP: discrete Gaussian on integer vectors, continuous on reals.
+    """Gaussian noise for (ε, δ)-DP: discrete Gaussian on integer vectors (whose L2 sensitivity
+    may be any real), continuous on reals.
 
     OpenDP accounts the Gaussian in zero-concentrated DP (ρ = Δ₂²/(2σ²)) and converts the privacy
     profile to (ε, δ) at the fixed δ (``make_zCDP_to_approxDP`` then ``make_fix_delta``); σ is the
@@ -313,11 +317,12 @@ class GaussianMechanism:
         self.noise = noise or DEFAULT_NOISE
         self.delta = delta
         self.vector = vector
-        if integer:
-            if int(sensitivity) != sensitivity:
-                raise ValueError("integer answers need a whole-number sensitivity")
+        if integer and int(sensitivity) == sensitivity:
             d_in: Any = int(sensitivity)
             self.space = "integer"
+        elif integer:
+            d_in = float(sensitivity)
+            self.space = "integer-real-distance"
         else:
             d_in = float(sensitivity)
             self.space = "vector" if vector else "scalar"

@@ -495,7 +495,11 @@ def wizard_statistics(request, pk: int):
             "kind": q["kind"],
             "column": q.get("column") or (q.get("columns") or [""])[0],
             "second_column": (q.get("columns") or ["", ""])[1] if q["kind"] == "marginal" else "",
-            "bins": ", ".join(_edge_text(b) for b in q.get("bins", [])),
+            "bins": (
+                str(q["bins"])
+                if q["kind"] == "range_histogram"
+                else ", ".join(_edge_text(b) for b in q.get("bins", []))
+            ),
             "quantiles": ", ".join(_edge_text(a) for a in q.get("quantiles", [])),
             "weight": q.get("weight", 1),
         }
@@ -567,6 +571,9 @@ def _sentence(entry: dict, declared_size: int | None) -> str:
         + (f" (for about {declared_size:,} records)" if declared_size else ""),
         "quantile": "each published quantile's rank is within ±{} records of the true quantile's",
         "marginal": "each published cell of the table is within ±{} of its true count",
+        "range_histogram": "each published bin is within ±{} of its true count; any range's "
+        "answer, read on the release page, has its own interval (long ranges are far more "
+        "accurate than the sum of the bins' errors)",
     }.get(entry["kind"], "the published value is within ±{} of the true value")
     return "With 95% probability " + what.format(amount) + "."
 

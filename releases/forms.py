@@ -17,6 +17,7 @@ STATISTIC_LABELS = {
     "mean": "Mean",
     "quantile": "Quantiles (median, quartiles…)",
     "marginal": "Table of two categorical columns",
+    "range_histogram": "Histogram for any range (numeric)",
 }
 
 
@@ -280,6 +281,16 @@ def _numbers(text: str) -> list[float] | str:
         return text
 
 
+def _whole_number(text: str) -> int | str:
+    """A whole number; the text itself when it is not one (the engine then names the field)."""
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else text
+
+
+# Bins of a range histogram when the curator gives none.
+DEFAULT_RANGE_BINS = 100
+
+
 class StatisticForm(forms.Form):
     kind = forms.ChoiceField(choices=[(k, STATISTIC_LABELS[k]) for k in QUERY_KINDS])
     column = forms.ChoiceField(required=False)
@@ -288,8 +299,9 @@ class StatisticForm(forms.Form):
     )
     bins = forms.CharField(
         required=False,
-        label="Bin edges",
-        help_text="Numeric histograms: edges from lower to upper bound, e.g. 0, 18, 65, 100",
+        label="Bins",
+        help_text="Numeric histograms: edges from lower to upper bound, e.g. 0, 18, 65, 100; "
+        "histograms for any range: how many equal bins, e.g. 100",
     )
     quantiles = forms.CharField(
         required=False,
@@ -323,6 +335,8 @@ class StatisticForm(forms.Form):
             query["bins"] = _numbers(data["bins"])
         if data["kind"] == "quantile":
             query["quantiles"] = _numbers(data.get("quantiles") or "0.5")
+        if data["kind"] == "range_histogram":
+            query["bins"] = _whole_number(data.get("bins") or str(DEFAULT_RANGE_BINS))
         return query
 
 

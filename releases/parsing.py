@@ -77,3 +77,21 @@ def audit_filters_parse(params) -> tuple[dict, dict[str, list[str]]]:
         if problem is not None:
             errors["since"] = [problem]
     return filters, errors
+
+
+def range_params_parse(params) -> tuple[tuple[float, float] | None, dict[str, list[str]]]:
+    """A range's ``from`` and ``to`` (numbers in the column's units) from query parameters, and
+    errors naming each missing or bad one."""
+    errors: dict[str, list[str]] = {}
+    values = []
+    for name in ("from", "to"):
+        value = parse_finite_number(params.get(name, ""))
+        if value is None:
+            errors[name] = ["must be a finite number, e.g. 20"]
+        values.append(value)
+    if errors:
+        return None, errors
+    low, high = values
+    if low >= high:
+        return None, {"to": ["must be above from"]}
+    return (low, high), {}

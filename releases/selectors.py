@@ -8,7 +8,13 @@ from django.db.models import Q, QuerySet, Sum
 from django.urls import reverse
 
 from accounts.roles import Role, user_has_role
+from privacy_engine import range_answer
 from releases.models import AuditEvent, Dataset, LedgerEntry, Release
+
+# The statistic kind whose page shows a range tool instead of a row per bin.
+RANGE_KIND = "range_histogram"
+# Headings of the statistics on a release page, where a kind's name would not read well.
+KIND_TITLES = {RANGE_KIND: "Histogram for any range", "marginal": "Table"}
 
 
 def decimal_text(amount: Decimal) -> str:
@@ -158,6 +164,11 @@ def release_statistics(*, release: Release) -> list[dict]:
     statistics = release_answer_statistics(release=release)
     for stat in statistics:
         stat["label"] = stat["column"] or ", ".join(stat.get("columns") or [])
+        stat["title"] = KIND_TITLES.get(stat["kind"], stat["kind"].capitalize())
+        if stat["kind"] == RANGE_KIND:
+            # Thousands of bins: the page shows a chart and a range tool, the files every bin.
+            stat["cell_rows"] = None
+            continue
         # Rows built here, not looked up in a template: a category named like a dict method
         # ("items", "keys") would otherwise shadow it.
         stat["cell_rows"] = (
@@ -194,3 +205,16 @@ def dataset_list_for_compliance(*, user) -> QuerySet[Dataset]:
         .select_related("owner", "duplicate_of__owner")
         .prefetch_related("duplicates")
     )
+
+
+def release_range_answer(
+    *, release: Release, position: int, low: float, high: float
+) -> dict | None:
+    """The answer of a published range histogram (the release's statistic at ``position``,
+    0-based) for values from ``low`` to ``high``, widened to whole bins, with its 95% interval;
+    ``None`` when that statistic is not a range histogram. Post-processing of published numbers
+    only. Raises :class:`EngineValidationError` naming ``from`` or ``to``."""
+    answer = release.answers.filter(position=position).first()
+    if answer is None or answer.statistic.get("kind") != RANGE_KIND:
+        return None
+    return range_answer(answer.statistic, low, high)

@@ -31,6 +31,11 @@ urlpatterns = [
         name="api-catalog-version",
     ),
     path(
+        "catalog/<slug:slug>/versions/<int:version>/statistics/<int:position>/range/",
+        public_cache(views.CatalogRangeApi.as_view()),
+        name="api-catalog-range",
+    ),
+    path(
         "catalog/<slug:slug>/versions/<int:version>/files/<str:file_format>/",
         views.CatalogFileApi.as_view(),
         name="api-catalog-file",

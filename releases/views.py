@@ -1,5 +1,7 @@
 """Server-rendered pages: validate input, call one selector or service, render."""
 
+import itertools
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -7,8 +9,10 @@ from django.http import Http404
 from django.shortcuts import render
 
 from accounts.roles import Role, user_has_role
+from privacy_engine import EngineValidationError, NumericColumn
+from privacy_engine.kinds.range_histogram import bin_edges
 from releases import selectors
-from releases.parsing import audit_filters_parse, text_param_problem
+from releases.parsing import audit_filters_parse, range_params_parse, text_param_problem
 from releases.services.audit import AuditAction, audit_chain_verify
 
 CATALOG_PAGE_SIZE = 10
@@ -47,12 +51,39 @@ CHART_AXES = {
 }
 
 
+# Error bars are drawn for at most this many bins of a range histogram (more would hide the bars).
+RANGE_ERROR_BARS = 200
+
+
+def _range_chart(index: int, stat: dict) -> dict:
+    """A range histogram's bins as bars on the column's own axis, each as wide as its bin."""
+    tree = stat["tree"]
+    edges = bin_edges(NumericColumn(lower=tree["lower"], upper=tree["upper"]), tree["bins"])
+    values = [stat["value"][cell] for cell in stat["cells"]]
+    bars = len(values) <= RANGE_ERROR_BARS
+    intervals = [selectors.cell_interval(stat, cell) for cell in stat["cells"]]
+    return {
+        "id": f"chart-{index}",
+        "numeric": True,
+        "title": plotly_text(f"{stat['title']} of {stat['label']}"),
+        "axis": "published count",
+        "x_axis": plotly_text(stat["label"]),
+        "x": [(a + b) / 2 for a, b in itertools.pairwise(edges)],
+        "width": (edges[-1] - edges[0]) / len(values),
+        "values": values,
+        "minus": [v - low for v, (low, _) in zip(values, intervals, strict=True)] if bars else [],
+        "plus": [high - v for v, (_, high) in zip(values, intervals, strict=True)] if bars else [],
+    }
+
+
 def _chart_data(statistics: list[dict]) -> list[dict]:
     """Histogram bars with asymmetric 95% error bars, for the page's Plotly script. Every text
     from curator input (category and column names) is escaped by :func:`plotly_text`."""
     charts = []
     for index, stat in enumerate(statistics):
-        if isinstance(stat["value"], dict):
+        if stat["kind"] == selectors.RANGE_KIND:
+            charts.append(_range_chart(index, stat))
+        elif isinstance(stat["value"], dict):
             labels = list(stat["value"])
             values = [stat["value"][label] for label in labels]
             intervals = [selectors.cell_interval(stat, label) for label in labels]
@@ -82,8 +113,12 @@ def catalog_version(request, slug: str, version: int):
     if release is None:
         raise Http404("No published release with this name and version.")
     statistics = selectors.release_statistics(release=release)
+    asked, range_errors = _range_request(request.GET)
     for index, stat in enumerate(statistics):
-        stat["chart_id"] = f"chart-{index}" if stat["cell_rows"] is not None else None
+        is_range = stat["kind"] == selectors.RANGE_KIND
+        stat["chart_id"] = f"chart-{index}" if stat["cell_rows"] is not None or is_range else None
+        if is_range:
+            stat["range"] = _range_tool(release, index, stat, asked, range_errors)
     files = selectors.release_file_links(release=release)
     other_versions = selectors.release_list_published().filter(series=release.series)
     return render(
@@ -97,6 +132,40 @@ def catalog_version(request, slug: str, version: int):
             "versions": other_versions,
         },
     )
+
+
+def _range_request(params) -> tuple[tuple[int, float, float] | None, list[str]]:
+    """The range a reader asked for on the page (``statistic``, ``from``, ``to``), if any."""
+    if "statistic" not in params:
+        return None, []
+    position = params.get("statistic", "")
+    bounds, errors = range_params_parse(params)
+    if not (position.isascii() and position.isdigit() and len(position) <= 4):
+        errors = {**errors, "statistic": ["must be a statistic's number"]}
+    if errors:
+        return None, [f"{field.capitalize()} {' '.join(m)}." for field, m in errors.items()]
+    assert bounds is not None
+    return (int(position), *bounds), []
+
+
+def _range_tool(release, index: int, stat: dict, asked, errors: list[str]) -> dict:
+    """The range form of one range histogram: the values asked for, or its whole domain, and
+    the answer or the errors when the reader asked this statistic."""
+    tree = stat["tree"]
+    tool = {"from": tree["lower"], "to": tree["upper"], "answer": None, "errors": []}
+    if asked is not None and asked[0] == index:
+        tool["from"], tool["to"] = asked[1], asked[2]
+        try:
+            tool["answer"] = selectors.release_range_answer(
+                release=release, position=index, low=asked[1], high=asked[2]
+            )
+        except EngineValidationError as error:
+            tool["errors"] = [
+                f"{field.capitalize()}: {' '.join(m)}." for field, m in error.errors.items()
+            ]
+    elif errors and asked is None:
+        tool["errors"] = errors
+    return tool
 
 
 @login_required

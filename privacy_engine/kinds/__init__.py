@@ -3,7 +3,7 @@ Importing this package registers every kind."""
 
 # Registration order is the order the kinds are listed in (QUERY_KINDS, errors, the web form).
 # isort: off
-from privacy_engine.kinds import count, histogram, sum, mean, quantile, marginal  # noqa: F401  (registers them)
+from privacy_engine.kinds import count, histogram, sum, mean, quantile, marginal, range_histogram  # noqa: F401  (registers them)
 
 # isort: on
 from privacy_engine.kinds.base import (

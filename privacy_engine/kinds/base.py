@@ -118,6 +118,8 @@ class StatisticResult:
     accounting: str | None = None
     # For statistics built from several noisy answers (a mean), each part's mechanism.
     parts: list[dict[str, Any]] | None = None
+    # For a range histogram, the tree its bins were estimated from (what range answers need).
+    tree: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -138,6 +140,8 @@ class StatisticResult:
             out["accounting"] = self.accounting
         if self.parts is not None:
             out["parts"] = self.parts
+        if self.tree is not None:
+            out["tree"] = self.tree
         if isinstance(self.value, dict):
             # The published order of the cells (declared categories, bins, columns), as a list:
             # stores such as PostgreSQL's jsonb do not keep the order of an object's keys.
@@ -289,10 +293,10 @@ def numeric_column(query: Any, schema: Schema) -> NumericColumn:
 
 
 def integer_mechanism(
-    sensitivity: int, epsilon: float, delta: float, context: PlanContext
+    sensitivity: int | float, epsilon: float, delta: float, context: PlanContext
 ) -> Mechanism:
     """Noise for whole-number answers: none when the answer is public, discrete Gaussian under
-    (ε, δ)-DP, geometric otherwise."""
+    (ε, δ)-DP (``sensitivity`` L2, any real), geometric otherwise (L1, whole)."""
     if sensitivity == 0:
         return ExactRelease()
     if isinstance(context.definition, ApproxDP):

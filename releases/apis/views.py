@@ -27,7 +27,12 @@ from releases import selectors
 from releases.apis.pagination import Pagination
 from releases.apis.parsers import FormParser, JSONParser, MultiPartParser
 from releases.models import Dataset, Release, ReleaseFile
-from releases.parsing import audit_filters_parse, parse_finite_number, text_param_problem
+from releases.parsing import (
+    audit_filters_parse,
+    parse_finite_number,
+    range_params_parse,
+    text_param_problem,
+)
 from releases.services.audit import AuditAction, audit_chain_verify, audit_record
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.errors import ValidationFailed
@@ -303,6 +308,31 @@ class CatalogVersionApi(APIView):
             raise Http404
         statistics = selectors.release_answer_statistics(release=release)
         return Response({**catalog_entry(release, request), "statistics": statistics})
+
+
+class CatalogRangeApi(APIView):
+    """Any range of a published range histogram: ``?from=20&to=40`` in the column's units."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    def get(self, request, slug: str, version: int, position: int):
+        bounds, errors = range_params_parse(request.query_params)
+        if errors:
+            raise ValidationFailed(errors)
+        release = selectors.release_get_published(slug=slug, version=version)
+        if release is None:
+            raise Http404
+        low, high = bounds
+        try:
+            answer = selectors.release_range_answer(
+                release=release, position=position, low=low, high=high
+            )
+        except EngineValidationError as error:
+            raise ValidationFailed(error.errors) from None
+        if answer is None:
+            raise Http404("This statistic is not a histogram for any range.")
+        return Response({"statistic": position, **answer})
 
 
 class CatalogFileApi(APIView):

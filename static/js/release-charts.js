@@ -5,15 +5,50 @@
   "use strict";
   var source = document.getElementById("chart-data");
   if (!source || !window.Plotly) { return; }
+
+  function errorBars(chart) {
+    if (!chart.plus.length) { return { visible: false }; }
+    return { type: "data", symmetric: false, array: chart.plus, arrayminus: chart.minus, color: "#1d2430" };
+  }
+
+  // A range histogram: bars on the column's own axis; dragging across the chart asks the page
+  // for that range (the form's own submission, so the answer comes from the server).
+  function rangeChart(target, chart) {
+    window.Plotly.newPlot(target, [{
+      type: "bar",
+      x: chart.x,
+      y: chart.values,
+      width: chart.width,
+      marker: { color: "#2457c5" },
+      error_y: errorBars(chart),
+      hovertemplate: "%{x}: %{y:.1f}<extra></extra>"
+    }], {
+      margin: { t: 20, r: 10, b: 40, l: 50 },
+      dragmode: "select",
+      selectdirection: "h",
+      xaxis: { title: { text: chart.x_axis } },
+      yaxis: { title: { text: chart.axis } }
+    }, { responsive: true, displaylogo: false });
+    var form = target.parentNode.querySelector("form.range-tool");
+    if (!form) { return; }
+    target.on("plotly_selected", function (event) {
+      if (!event || !event.range || !event.range.x) { return; }
+      form.querySelector("input[name=from]").value = event.range.x[0].toPrecision(6);
+      form.querySelector("input[name=to]").value = event.range.x[1].toPrecision(6);
+      form.requestSubmit();
+    });
+  }
+
   JSON.parse(source.textContent).forEach(function (chart) {
     var target = document.getElementById(chart.id);
     if (!target) { return; }
+    if (chart.numeric) { rangeChart(target, chart); return; }
     window.Plotly.newPlot(target, [{
       type: "bar",
       x: chart.labels,
       y: chart.values,
       marker: { color: "#2457c5" },
-      error_y: { type: "data", symmetric: false, array: chart.plus, arrayminus: chart.minus, color: "#1d2430" },
+      error_y: errorBars(chart),
       hovertemplate: "%{x}: %{y}<extra></extra>"
     }], {
       margin: { t: 20, r: 10, b: 40, l: 50 },

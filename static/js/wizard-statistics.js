@@ -64,6 +64,10 @@
     if (kind === "histogram" && bins.trim()) {
       query.bins = bins.split(",").map(function (b) { return parseFloat(b); });
     }
+    if (kind === "range_histogram") {
+      var count = bins.trim();
+      query.bins = /^[0-9]+$/.test(count) ? parseInt(count, 10) : (count || 100);
+    }
     if (kind === "quantile") {
       var quantiles = row.querySelector("input[name$='-quantiles']").value;
       query.quantiles = (quantiles.trim() || "0.5").split(",").map(function (q) { return parseFloat(q); });

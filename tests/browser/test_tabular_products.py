@@ -1,6 +1,8 @@
 """Quantiles and a 2-way table in a real browser: the curator's preview draws every simulated
 chart, and the public release page draws a chart per product, with no script error."""
 
+import math
+
 import pytest
 
 from releases.models import Release
@@ -69,4 +71,58 @@ def test_quantiles_and_a_table_are_previewed_and_published_with_charts(page, liv
     assert page.locator("#chart-0.js-plotly-plot").count() == 1
     assert "exponential mechanism" in page.inner_text("main")
     screenshot(page, "release-page-tables")
+    assert page.console_errors == []
+
+
+def test_the_public_asks_any_range_of_a_range_histogram(page, live_server):
+    # given a published histogram of 3,000 ages in 200 bins, for any range
+    curator = make_user("curator1", "curator")
+    ages = "".join(
+        f"{round(40 + 18 * math.sin(i * 0.7) * math.cos(i * 0.013), 1)},F,1\n" for i in range(3000)
+    )
+    dataset = dataset_create(
+        owner=curator,
+        name="Clinic",
+        upload=csv_upload(("age,sex,visits\n" + ages).encode()),
+        budget_epsilon="2",
+    )
+    dataset = dataset_schema_update(dataset=dataset, user=curator, schema=CLINIC_SCHEMA)
+    draft = release_draft_create(
+        user=curator,
+        dataset=dataset,
+        title="Ages for any range",
+        definition={"kind": "pure_dp", "epsilon": 1.0},
+        queries=[{"kind": "range_histogram", "column": "age", "bins": 200}],
+    )
+    release_submit(release=draft, user=curator)
+    release = Release.objects.get(pk=draft.pk)
+    assert release.status == Release.Status.PUBLISHED
+
+    # when the public opens its page and asks for ages 20 to 40
+    page.goto(f"{live_server.url}/catalog/{release.series.slug}/v1/")
+    page.wait_for_selector("#chart-0 .main-svg")
+    page.get_by_label("From").fill("20")
+    page.get_by_label("To", exact=True).fill("40")
+    page.get_by_role("button", name="Show the answer").click()
+
+    # then the page answers that range with its interval
+    answer = page.locator(".range-answer")
+    answer.wait_for()
+    assert "Records from 20 to 40 (40 bins)" in answer.inner_text()
+    assert "95% interval" in answer.inner_text()
+    screenshot(page, "release-page-range")
+
+    # when the reader drags across the chart instead
+    box = page.locator("#chart-0 .nsewdrag").first.bounding_box()
+    y = box["y"] + box["height"] / 2
+    with page.expect_navigation():
+        page.mouse.move(box["x"] + box["width"] * 0.1, y)
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] * 0.5, y, steps=8)
+        page.mouse.up()
+
+    # then the range dragged over is asked and answered
+    dragged = page.locator(".range-answer").inner_text()
+    assert "Records from" in dragged
+    assert "Records from 20 to 40" not in dragged
     assert page.console_errors == []

@@ -95,6 +95,7 @@ QUERIES = [
     {"kind": "histogram", "column": "age", "bins": [0, 10, 50, 99.5, 100]},
     {"kind": "quantile", "column": "amount", "quantiles": [0.25, 0.5]},
     {"kind": "marginal", "columns": ["region", "band"]},
+    {"kind": "range_histogram", "column": "age", "bins": 300},
 ]
 DEFINITION = {"kind": "pure_dp", "epsilon": 1.0}
 

@@ -123,7 +123,10 @@ def test_a_registered_kind_is_read_checked_and_written_back():
     with pytest.raises(EngineValidationError) as error:
         query_from_dict({"kind": "nope"}, schema)
     assert error.value.errors == {
-        "kind": ["must be one of: count, histogram, sum, mean, quantile, marginal, scaled_count"]
+        "kind": [
+            "must be one of: count, histogram, sum, mean, quantile, marginal, "
+            "range_histogram, scaled_count"
+        ]
     }
 
 
@@ -158,5 +161,5 @@ def test_an_unregistered_kind_is_unknown_again():
     with pytest.raises(EngineValidationError) as error:
         query_from_dict({"kind": "scaled_count", "factor": 3}, schema_from_dict(SCHEMA))
     assert error.value.errors == {
-        "kind": ["must be one of: count, histogram, sum, mean, quantile, marginal"]
+        "kind": ["must be one of: count, histogram, sum, mean, quantile, marginal, range_histogram"]
     }

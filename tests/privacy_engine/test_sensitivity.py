@@ -167,7 +167,12 @@ def test_count_sensitivity_is_an_integer():
         ),
         (
             {"kind": "median", "column": "age"},
-            {"kind": ["must be one of: count, histogram, sum, mean, quantile, marginal"]},
+            {
+                "kind": [
+                    "must be one of: count, histogram, sum, mean, quantile, marginal, "
+                    "range_histogram"
+                ]
+            },
         ),
         ({"kind": "count", "weight": 0}, {"weight": ["must be a number from 0.001 to 1000"]}),
         ({"kind": "count", "weight": True}, {"weight": ["must be a number from 0.001 to 1000"]}),

@@ -53,7 +53,7 @@ def world(curator, dataset) -> World:
         dataset=other,
         title="Published statistics",
         definition={"kind": "pure_dp", "epsilon": 0.2},
-        queries=QUERIES,
+        queries=[*QUERIES, {"kind": "range_histogram", "column": "age", "bins": 10}],
     )
     release_submit(release=published, user=curator)
     release_run(release_id=published.pk, worker="test:0")
@@ -114,6 +114,12 @@ ENDPOINTS = {
     "catalog-list": ("get", lambda w: "/api/v1/catalog/", None, None),
     "catalog-version": ("get", _catalog_base, None, None),
     "catalog-file": ("get", lambda w: _catalog_base(w) + "files/json/", None, None),
+    "catalog-range": (
+        "get",
+        lambda w: _catalog_base(w) + "statistics/2/range/?from=0&to=50",
+        None,
+        None,
+    ),
     "audit-events": ("get", lambda w: "/api/v1/audit/events/", None, None),
     "audit-verify": ("get", lambda w: "/api/v1/audit/verify/", None, None),
     "translate": ("get", lambda w: "/api/v1/translate/?epsilon=0.1", None, None),
@@ -150,6 +156,7 @@ EXPECTED = {
     "catalog-list": (200, 200, 200, 200),
     "catalog-version": (200, 200, 200, 200),
     "catalog-file": (200, 200, 200, 200),
+    "catalog-range": (200, 200, 200, 200),
     "audit-events": (401, 403, 403, 200),
     "audit-verify": (401, 403, 403, 200),
     "translate": (200, 200, 200, 200),

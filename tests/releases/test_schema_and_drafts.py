@@ -374,7 +374,12 @@ def _queries(*queries):
         ),
         pytest.param(
             _queries({"kind": "count"}, {"kind": "median", "column": "age"}),
-            {"queries.1.kind": ["must be one of: count, histogram, sum, mean, quantile, marginal"]},
+            {
+                "queries.1.kind": [
+                    "must be one of: count, histogram, sum, mean, quantile, marginal, "
+                    "range_histogram"
+                ]
+            },
             id="unknown-kind",
         ),
         pytest.param(

@@ -1,0 +1,308 @@
+"""Range queries over a histogram: the hierarchical (b-ary tree) mechanism with constrained
+inference (Hay, Rastogi, Miklau and Suciu 2010), and the exact accuracy of any range's answer.
+
+The tree's leaves are the bins, padded with empty bins to a complete tree of b^(L−1) leaves (the
+padding is public: no value lies beyond the column's upper bound); each inner node is the sum of
+its b children (OpenDP's ``make_b_ary_tree``), every node gets the same integer noise, and OpenDP's
+``make_consistent_b_ary_tree`` turns the noisy nodes into leaves whose sums agree with every node.
+For a complete tree that is the least-squares estimate (checked against ``numpy.linalg.lstsq`` in
+the tests), so it is linear in the noise: the error of a range's answer is Σ wᵢ·eᵢ over the nodes'
+independent noises eᵢ, with weights w = H·(HᵀH)⁻¹·r for the tree's node-by-leaf incidence matrix H
+and the range's indicator r. :func:`range_weights` computes w by running the same estimator on r
+placed on the leaves (least squares maps that to (HᵀH)⁻¹·r), and :func:`error_halfwidth` bounds the
+tail of Σ wᵢ·eᵢ exactly from the noise's moment generating function (a Chernoff bound), so every
+published interval covers with probability at least its coverage.
+
+A tree pays for its depth: a node's noise grows with the number of levels (L1 sensitivity L per
+record, L2 √L), so one bin is less accurate than in a flat histogram while long ranges, summed
+from a few nodes, are far more accurate. :func:`tree_shape` chooses the branching factor, or flat
+bins when no tree helps (a few bins), that gives the least mean squared error over all ranges of
+bins, computed exactly from the estimator's covariance (``mean_range_variance``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import opendp.prelude as dp
+from opendp.core import function_eval
+
+from privacy_engine import accuracy
+
+dp.enable_features("contrib")
+
+# Branching factors tried; a tree whose padding would more than quadruple the bins is not.
+BRANCHING_FACTORS = tuple(range(2, 17))
+MAX_PADDING = 4
+# Ranges the mean squared error is averaged over when choosing a shape: a low-discrepancy
+# sequence of (first, last) pairs, so that no tree's node boundaries are favoured.
+SHAPE_RANGES = 4096
+
+
+@dataclass(frozen=True)
+class TreeShape:
+    """``bins`` leaves padded to ``leaves`` = b^(levels − 1); ``levels`` 1 is flat bins (no
+    tree, ``branching`` None)."""
+
+    bins: int
+    branching: int | None
+    levels: int
+
+    @property
+    def leaves(self) -> int:
+        return self.bins if self.branching is None else self.branching ** (self.levels - 1)
+
+    @property
+    def nodes(self) -> int:
+        if self.branching is None:
+            return self.bins
+        return sum(self.branching**level for level in range(self.levels))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"branching": self.branching, "levels": self.levels, "leaves": self.leaves}
+
+
+def complete_tree(bins: int, branching: int) -> TreeShape:
+    """The least complete b-ary tree with at least ``bins`` leaves."""
+    levels, leaves = 1, 1
+    while leaves < bins:
+        levels, leaves = levels + 1, leaves * branching
+    return TreeShape(bins=bins, branching=branching, levels=levels)
+
+
+def level_factor(levels: int, norm: str) -> float:
+    """How much one record moves the whole tree relative to one histogram: each of the L levels
+    is a histogram of the records, so L in L1 and √L in L2."""
+    return float(levels) if norm == "l1" else math.sqrt(levels)
+
+
+def consistent_estimate(nodes: np.ndarray, shape: TreeShape) -> np.ndarray:
+    """Hay et al.'s least-squares leaves from breadth-first node values (one tree per column of
+    ``nodes``), in floating point. The same estimator as OpenDP's ``make_consistent_b_ary_tree``
+    on a complete tree (tested equal); used for weights, where OpenDP's takes only integers."""
+    if shape.branching is None:
+        return nodes.astype(float)
+    b, levels = shape.branching, shape.levels
+    starts = np.cumsum([0] + [b**level for level in range(levels)])
+    level_values = [nodes[starts[k] : starts[k + 1]].astype(float) for k in range(levels)]
+    # Bottom-up: z blends a node's own value with its children's sum, by their variances.
+    z = level_values[-1]
+    upward = [z]
+    for k in range(levels - 2, -1, -1):
+        height = levels - k
+        children = z.reshape((b**k, b, *z.shape[1:])).sum(axis=1)
+        z = (
+            (b**height - b ** (height - 1)) * level_values[k] + (b ** (height - 1) - 1) * children
+        ) / (b**height - 1)
+        upward.append(z)
+    upward.reverse()
+    # Top-down: each child takes an equal share of its parent's correction.
+    estimate = upward[0]
+    for k in range(1, levels):
+        siblings = upward[k].reshape((b ** (k - 1), b, *upward[k].shape[1:])).sum(axis=1)
+        estimate = upward[k] + np.repeat(estimate - siblings, b, axis=0) / b
+    return estimate
+
+
+def node_sums(leaf_values: np.ndarray, shape: TreeShape) -> np.ndarray:
+    """Breadth-first node values of a tree whose leaves are ``leaf_values`` (padded with zeros):
+    H·x for the incidence matrix H."""
+    padded = np.zeros((shape.leaves, *leaf_values.shape[1:]))
+    padded[: len(leaf_values)] = leaf_values
+    if shape.branching is None:
+        return padded
+    levels = [padded]
+    for _ in range(shape.levels - 1):
+        levels.append(levels[-1].reshape((-1, shape.branching, *padded.shape[1:])).sum(axis=1))
+    return np.concatenate(levels[::-1])
+
+
+def range_weights(shape: TreeShape, first: int, last: int) -> np.ndarray:
+    """w with (published answer of bins first..last) − (true answer) = Σ wᵢ·eᵢ over the nodes'
+    noises eᵢ: w = H·(HᵀH)⁻¹·r, where (HᵀH)⁻¹·r is the estimator applied to r on the leaves."""
+    indicator = np.zeros(shape.leaves)
+    indicator[first : last + 1] = 1.0
+    on_leaves = np.zeros(shape.nodes)
+    on_leaves[shape.nodes - shape.leaves :] = indicator
+    return node_sums(consistent_estimate(on_leaves, shape), shape)
+
+
+def _plastic_ranges(bins: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` (first, last) pairs of bins spread evenly over all pairs (Roberts' R2 sequence,
+    deterministic)."""
+    g = 1.32471795724474602596
+    k = np.arange(1, count + 1)
+    a = np.floor(((0.5 + k / g) % 1.0) * bins).astype(np.int64)
+    c = np.floor(((0.5 + k / (g * g)) % 1.0) * bins).astype(np.int64)
+    return np.minimum(a, c), np.maximum(a, c)
+
+
+def _range_pair_counts(shape: TreeShape, first: np.ndarray, last: np.ndarray) -> list[np.ndarray]:
+    """For each level k, Σ over the level's nodes of |range ∩ node's leaves|², per range: the
+    pairs of the range's bins that share their level-k ancestor."""
+    assert shape.branching is not None
+    counts = []
+    for k in range(shape.levels):
+        width = shape.branching ** (shape.levels - 1 - k)
+        lo_node, hi_node = first // width, last // width
+        same = lo_node == hi_node
+        head = (lo_node + 1) * width - first
+        tail = last - hi_node * width + 1
+        inner = np.maximum(hi_node - lo_node - 1, 0)
+        length = last - first + 1
+        counts.append(np.where(same, length**2, head**2 + tail**2 + inner * width**2))
+    return counts
+
+
+@functools.lru_cache(maxsize=256)
+def mean_range_variance(shape: TreeShape) -> float:
+    """Mean over ranges of bins of the answer's error variance, per unit of node variance:
+    rᵀ(HᵀH)⁻¹r, exactly. (HᵀH)⁻¹ has one value per level of two leaves' lowest common ancestor
+    (the tree's symmetry), read off its first column; a range's pairs of bins are counted per
+    ancestor level. Memoized (pure)."""
+    first, last = _plastic_ranges(shape.bins, SHAPE_RANGES)
+    if shape.branching is None:
+        return float(np.mean(last - first + 1))
+    b, levels = shape.branching, shape.levels
+    unit = np.zeros(shape.nodes)
+    unit[shape.nodes - shape.leaves] = 1.0
+    column = consistent_estimate(unit, shape)
+    # m[k]: (HᵀH)⁻¹ between leaf 0 and a leaf whose common ancestor with it is at level k.
+    m = [column[b ** (levels - 2 - k)] for k in range(levels - 1)] + [column[0]]
+    pairs = _range_pair_counts(shape, first, last)
+    total = m[-1] * pairs[-1]
+    for k in range(levels - 1):
+        total = total + m[k] * (pairs[k] - pairs[k + 1])
+    return float(np.mean(total))
+
+
+@functools.lru_cache(maxsize=256)
+def tree_shape(bins: int, norm: str) -> TreeShape:
+    """The shape with the least mean squared error over ranges, for noise calibrated to each
+    shape's sensitivity in ``norm`` ("l1" or "l2"): flat bins or a b-ary tree. Memoized (pure)."""
+    shapes = [TreeShape(bins=bins, branching=None, levels=1)]
+    for branching in BRANCHING_FACTORS:
+        shape = complete_tree(bins, branching)
+        if shape.levels >= 2 and shape.leaves <= MAX_PADDING * bins:
+            shapes.append(shape)
+    return min(
+        shapes,
+        key=lambda s: level_factor(s.levels, norm) ** 2 * mean_range_variance(s),
+    )
+
+
+def tree_nodes(counts: list[int], shape: TreeShape) -> list[int]:
+    """The bins' counts as the tree's breadth-first nodes, by OpenDP's ``make_b_ary_tree``."""
+    padded = list(counts) + [0] * (shape.leaves - len(counts))
+    if shape.branching is None:
+        return padded
+    return list(_tree_transformation(shape.leaves, shape.branching)(padded))
+
+
+@functools.cache
+def _tree_transformation(leaves: int, branching: int) -> Any:
+    return dp.t.make_b_ary_tree(
+        dp.vector_domain(dp.atom_domain(T=dp.i64)),
+        dp.l1_distance(T=dp.i64),
+        leaf_count=leaves,
+        branching_factor=branching,
+    )
+
+
+def tree_l1_map(shape: TreeShape, histogram_distance: int) -> int:
+    """OpenDP's stability map of ``make_b_ary_tree``: the tree's L1 distance for a histogram's."""
+    if shape.branching is None:
+        return histogram_distance
+    return int(_tree_transformation(shape.leaves, shape.branching).map(histogram_distance))
+
+
+def consistent_leaves(noisy_nodes: list[int] | np.ndarray, shape: TreeShape) -> list[float]:
+    """The bins' consistent estimates from the noisy nodes, by OpenDP's
+    ``make_consistent_b_ary_tree`` (post-processing); the padding's estimates are dropped."""
+    values = [int(v) for v in noisy_nodes]
+    if shape.branching is None:
+        return [float(v) for v in values]
+    consistent = dp.t.make_consistent_b_ary_tree(shape.branching, TIA=dp.i64, TOA=float)
+    leaves = function_eval(consistent, values, "Vec<i64>")  # counts beyond 32 bits
+    return [float(v) for v in leaves[: shape.bins]]
+
+
+# --- the error of a weighted sum of the nodes' noises ------------------------------------------
+
+
+def node_variance(noise: str, scale: float) -> float:
+    """Variance of one node's noise: discrete Laplace 2α/(1 − α)² with α = e^{−1/b}; the discrete
+    Gaussian's is at most σ² (Canonne, Kamath and Steinke 2020), which is used."""
+    if noise == "geometric":
+        alpha = math.exp(-1.0 / scale)
+        return 2.0 * alpha / (1.0 - alpha) ** 2
+    if noise == "gaussian":
+        return scale * scale
+    raise ValueError(f"unknown noise {noise!r}")
+
+
+def error_rms(weights: np.ndarray, noise: str, scale: float) -> float:
+    """Root mean square of Σ wᵢ·eᵢ (it bounds the expected absolute error from above)."""
+    return math.sqrt(node_variance(noise, scale) * float(np.dot(weights, weights)))
+
+
+def _geometric_log_mgf(s: np.ndarray, scale: float) -> np.ndarray:
+    """ln E[e^{sK}] of the discrete Laplace: ln((1−α)² / ((1 − αe^s)(1 − αe^{−s}))), |s| < 1/b."""
+    log_alpha = -1.0 / scale
+    return (
+        2.0 * np.log1p(-math.exp(log_alpha))
+        - np.log1p(-np.exp(log_alpha + s))
+        - np.log1p(-np.exp(log_alpha - s))
+    )
+
+
+def error_halfwidth(weights: np.ndarray, noise: str, scale: float, coverage: float = 0.95) -> float:
+    """h with P(|Σ wᵢ·eᵢ| > h) ≤ 1 − coverage for independent node noises eᵢ: Chernoff's bound
+    P(S ≥ h) ≤ e^{−th}·Π E[e^{t·wᵢ·eᵢ}], on both sides, minimised over t.
+
+    Sub-Gaussian noise (discrete Gaussian, E[e^{te}] ≤ e^{t²σ²/2}) gives h = σ‖w‖√(2 ln(2/(1 −
+    coverage))). For discrete Laplace noise, h(t) = (Σ ln M(t·wᵢ) + ln(2/(1 − coverage)))/t is
+    minimised over 0 < t < 1/(b·max|wᵢ|) by golden sections (h is unimodal in t)."""
+    log_miss = math.log(2.0 / (1.0 - coverage))
+    weights = np.abs(np.asarray(weights, dtype=float))
+    weights = weights[weights > 0.0]
+    if len(weights) == 0:
+        return 0.0
+    if len(weights) == 1:
+        # One node's noise, scaled (a bin of flat bins): its exact quantile.
+        exact = (
+            accuracy.geometric_halfwidth(scale, coverage)
+            if noise == "geometric"
+            else accuracy.gaussian_halfwidth(scale, coverage, integer=True)
+        )
+        return float(weights[0]) * exact
+    if noise == "gaussian":
+        return scale * math.sqrt(float(np.dot(weights, weights)) * 2.0 * log_miss)
+    if noise != "geometric":
+        raise ValueError(f"unknown noise {noise!r}")
+    # Many nodes share a weight (the tree's symmetry): sum each distinct weight once.
+    # Rounded up: a symmetric noise's generating function grows with |w|, so the bound holds.
+    distinct, repeats = np.unique(np.ceil(weights * 1e12) / 1e12, return_counts=True)
+    t_max = 1.0 / (scale * float(distinct.max()))
+
+    def bound(t: float) -> float:
+        return (float(np.dot(repeats, _geometric_log_mgf(t * distinct, scale))) + log_miss) / t
+
+    low, high = t_max * 1e-9, t_max * (1.0 - 1e-12)
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+    c, d = high - ratio * (high - low), low + ratio * (high - low)
+    at_c, at_d = bound(c), bound(d)
+    for _ in range(80):
+        if at_c < at_d:
+            high, d, at_d = d, c, at_c
+            c = high - ratio * (high - low)
+            at_c = bound(c)
+        else:
+            low, c, at_c = c, d, at_d
+            d = low + ratio * (high - low)
+            at_d = bound(d)
+    return min(at_c, at_d)
