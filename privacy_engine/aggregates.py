@@ -93,11 +93,20 @@ class CategoryCounts:
 
 @dataclass(frozen=True)
 class PairCounts:
-    """Records per pair of buckets of two categorical columns (a 2-way table, row-major: the
-    first column's buckets are rows); a record dropped by either column's rules is not counted."""
+    """Records per pair of buckets of two columns, each categorical or a numeric column's bins
+    (a 2-way table, row-major: the first column's buckets are rows); a record dropped by either
+    column's rules is not counted."""
 
-    first: CategoryCounts
-    second: CategoryCounts
+    first: CategoryCounts | BinCounts
+    second: CategoryCounts | BinCounts
+
+    @property
+    def cells(self) -> int:
+        return _bucket_count(self.first) * _bucket_count(self.second)
+
+
+def _bucket_count(side: CategoryCounts | BinCounts) -> int:
+    return len(side.buckets) if isinstance(side, CategoryCounts) else len(side.edges) - 1
 
 
 Aggregate = RowCount | GridSum | PresentCount | BinCounts | RankCounts | CategoryCounts | PairCounts
@@ -113,7 +122,8 @@ def needed_columns(requests: Iterable[Aggregate]) -> tuple[set[str], set[str]]:
         elif isinstance(request, CategoryCounts):
             labels.add(request.column)
         elif isinstance(request, PairCounts):
-            labels.update((request.first.column, request.second.column))
+            for side in (request.first, request.second):
+                (numbers if isinstance(side, BinCounts) else labels).add(side.column)
     return numbers, labels
 
 
@@ -130,15 +140,29 @@ def _category_state(labels: Labels, request: CategoryCounts) -> np.ndarray:
     return counts.astype(np.int64)
 
 
+def _row_buckets(table: TypedTable, side: CategoryCounts | BinCounts) -> np.ndarray:
+    """Each row's bucket under its column's rules, -1 where the record is dropped: a category
+    (or the other bucket), or a bin of the cleaned value ([a, b), the last [a, b])."""
+    if isinstance(side, CategoryCounts):
+        labels = table.labels[side.column]
+        return _bucket_of_value(labels, side)[labels.codes]
+    values = table.numbers[side.column]
+    missing = np.isnan(values)
+    filled = np.where(missing, side.fill if side.fill is not None else side.lower, values)
+    edges = np.asarray(side.edges, dtype=float)
+    bins = np.searchsorted(edges, np.clip(filled, side.lower, side.upper), side="right") - 1
+    bins = np.minimum(bins, len(edges) - 2)
+    if side.fill is None:
+        bins[missing] = -1
+    return bins
+
+
 def _pair_state(table: TypedTable, request: PairCounts) -> np.ndarray:
-    first, second = request.first, request.second
-    rows = _bucket_of_value(table.labels[first.column], first)[table.labels[first.column].codes]
-    columns = _bucket_of_value(table.labels[second.column], second)[
-        table.labels[second.column].codes
-    ]
+    rows = _row_buckets(table, request.first)
+    columns = _row_buckets(table, request.second)
     kept = (rows >= 0) & (columns >= 0)
-    width = len(second.buckets)
-    cells = np.bincount(rows[kept] * width + columns[kept], minlength=len(first.buckets) * width)
+    width = _bucket_count(request.second)
+    cells = np.bincount(rows[kept] * width + columns[kept], minlength=request.cells)
     return cells.astype(np.int64)
 
 
@@ -232,7 +256,7 @@ def empty(request: Aggregate) -> Any:
     if isinstance(request, CategoryCounts):
         return np.zeros(len(request.buckets), dtype=np.int64)
     if isinstance(request, PairCounts):
-        return np.zeros(len(request.first.buckets) * len(request.second.buckets), dtype=np.int64)
+        return np.zeros(request.cells, dtype=np.int64)
     return 0
 
 

@@ -480,8 +480,23 @@ def _usable_columns_of(dataset) -> list[str]:
 
 
 def _usable_columns(release: Release) -> list[str]:
+    return _usable_columns_of(release.dataset)
+
+
+def _numeric_columns(release: Release) -> list[str]:
     columns = (release.dataset.schema or {}).get("columns", {})
-    return [name for name, spec in columns.items() if spec.get("kind") != "identifier"]
+    return [name for name, spec in columns.items() if spec.get("kind") == "numeric"]
+
+
+def _bins_text(query: dict) -> str:
+    """A statistic's bins as the form shows them: a number of bins, or edges (a table's first
+    binned column's)."""
+    bins = query.get("bins")
+    if query["kind"] == "range_histogram":
+        return str(bins)
+    if isinstance(bins, dict):
+        bins = next(iter(bins.values()), [])
+    return ", ".join(_edge_text(b) for b in bins or [])
 
 
 @curator_required
@@ -495,18 +510,17 @@ def wizard_statistics(request, pk: int):
             "kind": q["kind"],
             "column": q.get("column") or (q.get("columns") or [""])[0],
             "second_column": (q.get("columns") or ["", ""])[1] if q["kind"] == "marginal" else "",
-            "bins": (
-                str(q["bins"])
-                if q["kind"] == "range_histogram"
-                else ", ".join(_edge_text(b) for b in q.get("bins", []))
-            ),
+            "bins": _bins_text(q),
             "quantiles": ", ".join(_edge_text(a) for a in q.get("quantiles", [])),
             "weight": q.get("weight", 1),
         }
         for q in release.queries
     ]
     formset = StatisticFormSet(
-        request.POST or None, initial=initial, form_kwargs={"columns": columns}, prefix="stat"
+        request.POST or None,
+        initial=initial,
+        form_kwargs={"columns": columns, "numeric": _numeric_columns(release)},
+        prefix="stat",
     )
     if request.method == "POST" and formset.is_valid():
         queries = [q for form in formset if (q := form.to_query()) is not None]
@@ -546,11 +560,7 @@ def wizard_statistics(request, pk: int):
             "form_rows": form_rows,
             "columns": columns,
             "definition_json": json.dumps(release.definition),
-            "numeric_columns": [
-                name
-                for name, spec in release.dataset.schema["columns"].items()
-                if spec.get("kind") == "numeric"
-            ],
+            "numeric_columns": _numeric_columns(release),
         }
     )
     return render(request, "curator/wizard_statistics.html", context)

@@ -300,8 +300,8 @@ class StatisticForm(forms.Form):
     bins = forms.CharField(
         required=False,
         label="Bins",
-        help_text="Numeric histograms: edges from lower to upper bound, e.g. 0, 18, 65, 100; "
-        "histograms for any range: how many equal bins, e.g. 100",
+        help_text="Numeric histograms and tables with a numeric column: edges from lower to "
+        "upper bound, e.g. 0, 18, 65, 100; histograms for any range: how many equal bins, e.g. 100",
     )
     quantiles = forms.CharField(
         required=False,
@@ -317,8 +317,11 @@ class StatisticForm(forms.Form):
         widget=forms.NumberInput(attrs={"step": "any"}),
     )
 
-    def __init__(self, *args, columns: list[str] | None = None, **kwargs):
+    def __init__(
+        self, *args, columns: list[str] | None = None, numeric: list[str] | None = None, **kwargs
+    ):
         super().__init__(*args, **kwargs)
+        self.numeric = set(numeric or [])
         self.fields["column"].choices = [("", "—")] + [(c, c) for c in columns or []]
         self.fields["second_column"].choices = self.fields["column"].choices
 
@@ -329,6 +332,10 @@ class StatisticForm(forms.Form):
         query: dict = {"kind": data["kind"], "weight": data["weight"]}
         if data["kind"] == "marginal":
             query["columns"] = [data.get("column") or "", data.get("second_column") or ""]
+            if data.get("bins", "").strip():
+                # The edges cut whichever of the two columns is numeric.
+                edges = _numbers(data["bins"])
+                query["bins"] = {c: edges for c in query["columns"] if c in self.numeric} or edges
         elif data["kind"] != "count":
             query["column"] = data.get("column") or None
         if data["kind"] == "histogram" and data.get("bins", "").strip():

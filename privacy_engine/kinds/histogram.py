@@ -62,6 +62,26 @@ def bin_labels(edges: tuple[float, ...]) -> tuple[str, ...]:
     )
 
 
+def check_edges(edges: tuple[float, ...], column: NumericColumn, field_name: str) -> None:
+    """Bin edges must increase from the column's lower to its upper bound, at most MAX_BINS."""
+    if len(edges) > MAX_BINS + 1:
+        raise EngineValidationError.single(field_name, f"use at most {MAX_BINS} bins")
+    if len(edges) < 2 or any(b <= a for a, b in itertools.pairwise(edges)):
+        raise EngineValidationError.single(field_name, "need at least two increasing edges")
+    if edges[0] != column.lower or edges[-1] != column.upper:
+        raise EngineValidationError.single(
+            field_name, "the first and last edges must be the column's declared bounds"
+        )
+
+
+def parse_edges(bins: Any, field_name: str) -> tuple[float, ...]:
+    """Bin edges from a JSON list of numbers."""
+    edges = [finite_float(b) for b in bins] if isinstance(bins, list) else [None]
+    if any(edge is None for edge in edges):
+        raise EngineValidationError.single(field_name, "must be a list of numbers")
+    return tuple(edge for edge in edges if edge is not None)
+
+
 class HistogramKind(QueryKind):
     name = "histogram"
     query_type = Histogram
@@ -69,12 +89,8 @@ class HistogramKind(QueryKind):
     def parse(self, spec: Mapping[str, Any], weight: float) -> Histogram:
         column = column_named(spec)
         bins = spec.get("bins")
-        if bins is not None:
-            edges = [finite_float(b) for b in bins] if isinstance(bins, list) else [None]
-            if any(edge is None for edge in edges):
-                raise EngineValidationError.single("bins", "must be a list of numbers")
-            bins = tuple(edge for edge in edges if edge is not None)
-        return Histogram(column=column, bins=bins, weight=weight)
+        edges = parse_edges(bins, "bins") if bins is not None else None
+        return Histogram(column=column, bins=edges, weight=weight)
 
     def validate(self, query: Histogram, schema: Schema) -> None:
         column = declared_column(query, schema)
@@ -86,17 +102,9 @@ class HistogramKind(QueryKind):
             raise EngineValidationError.single(
                 "column", "histograms need a categorical or numeric column"
             )
-        edges = query.bins
-        if edges is None:
+        if query.bins is None:
             raise EngineValidationError.single("bins", "a numeric histogram needs bin edges")
-        if len(edges) > MAX_BINS + 1:
-            raise EngineValidationError.single("bins", f"use at most {MAX_BINS} bins")
-        if len(edges) < 2 or any(b <= a for a, b in itertools.pairwise(edges)):
-            raise EngineValidationError.single("bins", "need at least two increasing edges")
-        if edges[0] != column.lower or edges[-1] != column.upper:
-            raise EngineValidationError.single(
-                "bins", "the first and last edges must be the column's declared bounds"
-            )
+        check_edges(query.bins, column, "bins")
 
     def to_dict(self, query: Histogram) -> dict[str, Any]:
         out: dict[str, Any] = {"column": query.column}

@@ -52,15 +52,26 @@
   if (!form || !form.dataset.accuracyUrl) { return; }
   var csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
   var definition = JSON.parse(form.dataset.definition);
+  var numericSource = document.getElementById("numeric-columns");
+  var numeric = numericSource ? JSON.parse(numericSource.textContent) : [];
 
   function rowQuery(row) {
     var kind = row.querySelector("select[name$='-kind']").value;
     var query = { kind: kind };
     var column = row.querySelector("select[name$='-column']").value;
+    var bins = row.querySelector("input[name$='-bins']").value;
     if (kind === "marginal") {
       query.columns = [column, row.querySelector("select[name$='-second_column']").value];
+      if (bins.trim()) {
+        // The edges cut whichever of the two columns is numeric (as the form does).
+        query.bins = {};
+        query.columns.forEach(function (name) {
+          if (numeric.indexOf(name) >= 0) {
+            query.bins[name] = bins.split(",").map(function (b) { return parseFloat(b); });
+          }
+        });
+      }
     } else if (kind !== "count" && column) { query.column = column; }
-    var bins = row.querySelector("input[name$='-bins']").value;
     if (kind === "histogram" && bins.trim()) {
       query.bins = bins.split(",").map(function (b) { return parseFloat(b); });
     }

@@ -96,6 +96,7 @@ QUERIES = [
     {"kind": "quantile", "column": "amount", "quantiles": [0.25, 0.5]},
     {"kind": "marginal", "columns": ["region", "band"]},
     {"kind": "range_histogram", "column": "age", "bins": 300},
+    {"kind": "marginal", "columns": ["age", "band"], "bins": {"age": [0, 10, 50, 99.5, 100]}},
 ]
 DEFINITION = {"kind": "pure_dp", "epsilon": 1.0}
 

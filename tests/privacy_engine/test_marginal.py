@@ -115,16 +115,16 @@ def test_a_table_has_the_sensitivity_of_a_histogram(definition, schema, sensitiv
 
 
 @pytest.mark.parametrize(
-    ("columns", "message"),
+    ("columns", "field", "message"),
     [
-        (["sex"], "name two different categorical columns"),
-        (["sex", "sex"], "name two different categorical columns"),
-        ("sex", "name two different categorical columns"),
-        (["sex", "age"], "'age' is not a categorical column"),
-        (["sex", "nope"], "'nope' is not a categorical column"),
+        (["sex"], "columns", "name two different columns"),
+        (["sex", "sex"], "columns", "name two different columns"),
+        ("sex", "columns", "name two different columns"),
+        (["sex", "age"], "bins", "give bin edges for the numeric column 'age'"),
+        (["sex", "nope"], "columns", "'nope' is neither a categorical nor a numeric column"),
     ],
 )
-def test_a_bad_table_is_refused_naming_its_columns(columns, message):
+def test_a_bad_table_is_refused_naming_its_columns(columns, field, message):
     with pytest.raises(EngineValidationError) as refused:
         plan_release(
             schema=SCHEMA,
@@ -132,4 +132,62 @@ def test_a_bad_table_is_refused_naming_its_columns(columns, message):
             queries=[{"kind": "marginal", "columns": columns}],
         )
 
-    assert any(message in m for m in refused.value.errors["queries.0.columns"])
+    assert any(message in m for m in refused.value.errors[f"queries.0.{field}"])
+
+
+@pytest.mark.parametrize(
+    ("bins", "message"),
+    [
+        ({"age": [0, 50, 100]}, None),
+        ({"sex": [0, 1]}, "'sex' is categorical: no bins"),
+        ({"age": [0, 150]}, "the first and last edges must be the column's declared bounds"),
+        ({"age": [0, 50, 50, 100]}, "need at least two increasing edges"),
+        ({"age": ["a"]}, "must be a list of numbers"),
+        ({"other": [0, 1]}, "map a numeric column to its edges"),
+        ([0, 50, 100], "map a numeric column to its edges"),
+        ({}, "map a numeric column to its edges"),
+    ],
+)
+def test_a_numeric_column_is_binned_by_edges_that_are_checked(bins, message):
+    query = {"kind": "marginal", "columns": ["sex", "age"], "bins": bins}
+    if message is None:
+        (planned,) = plan_release(
+            schema=SCHEMA, definition={"kind": "pure_dp", "epsilon": 1.0}, queries=[query]
+        ).statistics
+        assert planned.query.bins == (None, (0.0, 50.0, 100.0))
+        return
+    with pytest.raises(EngineValidationError) as refused:
+        plan_release(schema=SCHEMA, definition={"kind": "pure_dp", "epsilon": 1.0}, queries=[query])
+    assert any(message in m for m in refused.value.errors["queries.0.bins"])
+
+
+def test_binned_cells_follow_the_numeric_columns_rules():
+    # given ages below, on and above the edges, beyond the bounds, and missing
+    frame = pd.DataFrame(
+        {
+            "sex": ["F", "F", "M", "M", "F", "M", "F"],
+            "region": ["north"] * 7,
+            "age": ["-5", "50", "49.9", "100", "250", "", "abc"],
+        }
+    )
+    query = {"kind": "marginal", "columns": ["age", "sex"], "bins": {"age": [0, 50, 100]}}
+
+    # when: no noise
+    result = run_queries(
+        frame,
+        schema=SCHEMA,
+        definition={"kind": "pure_dp", "epsilon": 1.0},
+        queries=[query],
+        noise=NoNoise(),
+    )
+
+    # then: clamped into [0, 100], the upper bound in the last bin, missing values dropped
+    published = cells(result.statistics[0].value)
+    assert {k: v for k, v in published.items() if None not in k} == {
+        ("[0, 50)", "F"): 1,
+        ("[0, 50)", "M"): 1,
+        ("[0, 50)", "other"): 0,
+        ("[50, 100]", "F"): 2,
+        ("[50, 100]", "M"): 1,
+        ("[50, 100]", "other"): 0,
+    }

@@ -141,3 +141,41 @@ def test_a_long_column_name_is_not_echoed_whole(curator_client, tabled):
 
     assert response.status_code == 400
     assert len(response.json()["errors"]["queries.0.columns"][0]) < 200
+
+
+def test_the_wizard_bins_a_tables_numeric_column_and_keeps_its_edges(client, curator, dataset):
+    # given a draft, and the statistics step saved with a table of sex across binned ages
+    from releases.services.releases import release_draft_create
+
+    release = release_draft_create(
+        user=curator,
+        dataset=dataset,
+        title="Visits",
+        definition={"kind": "pure_dp", "epsilon": 0.5},
+        queries=[{"kind": "count"}],
+    )
+    client.force_login(curator)
+    form = {
+        "stat-TOTAL_FORMS": "1",
+        "stat-INITIAL_FORMS": "1",
+        "stat-MIN_NUM_FORMS": "1",
+        "stat-MAX_NUM_FORMS": "1000",
+        "stat-0-kind": "marginal",
+        "stat-0-column": "sex",
+        "stat-0-second_column": "age",
+        "stat-0-weight": "1",
+    }
+
+    # when the edges are given, and when they are not
+    saved = client.post(
+        f"/releases/{release.pk}/statistics/", {**form, "stat-0-bins": "0, 50, 100"}
+    )
+    release.refresh_from_db()
+    kept = client.get(f"/releases/{release.pk}/statistics/").content.decode()
+    missing = client.post(f"/releases/{release.pk}/statistics/", form).content.decode()
+
+    # then the edges cut the numeric column, are shown again, and their absence is named
+    assert saved.status_code == 302
+    assert release.queries[0]["bins"] == {"age": [0.0, 50.0, 100.0]}
+    assert 'value="0, 50, 100"' in kept
+    assert "give bin edges for the numeric column" in missing
