@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from privacy_engine import consistency
 from privacy_engine.accounting import LEDGER_PLACES, ledger_delta
 from privacy_engine.aggregates import Aggregate, RowCount, needed_columns
 from privacy_engine.columnar import typed_from_frame
@@ -436,6 +437,30 @@ def _disclose_public_missingness(
     return dataclasses.replace(result, rule="; ".join(filter(None, [result.rule, note])))
 
 
+def _consistent_across(statistics: tuple[StatisticResult, ...]) -> tuple[StatisticResult, ...]:
+    """Tables and histograms of the release that share a column (with the same buckets) made
+    consistent with one another (consistency.py): post-processing of their noisy cells."""
+    holders = [i for i, s in enumerate(statistics) if s.noisy_table is not None]
+    tables = [statistics[i].noisy_table for i in holders]
+    out = list(statistics)
+    for group in consistency.components(tables):
+        if len(group) < 2:
+            continue
+        linked = ", ".join(str(holders[g] + 1) for g in group)
+        for g, cells in zip(
+            group, consistency.make_consistent([tables[g] for g in group]), strict=True
+        ):
+            value, ci95 = tables[g].publish(cells)
+            note = f"made consistent with statistics {linked} of this release (shared totals agree)"
+            out[holders[g]] = dataclasses.replace(
+                out[holders[g]],
+                value=value,
+                ci95=ci95,
+                rule="; ".join(filter(None, [out[holders[g]].rule, note])),
+            )
+    return tuple(out)
+
+
 def _release_from_aggregates(
     plan: ReleasePlan, requests: list[list[Aggregate]], aggregated: Aggregated
 ) -> ReleaseResult:
@@ -451,6 +476,7 @@ def _release_from_aggregates(
         )
         for planned, wanted in zip(plan.statistics, requests, strict=True)
     )
+    statistics = _consistent_across(statistics)
     person_rule = plan.schema.person_rule()
     if person_rule is not None:
         statistics = tuple(

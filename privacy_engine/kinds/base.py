@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from privacy_engine.aggregates import Aggregate
@@ -120,6 +120,9 @@ class StatisticResult:
     parts: list[dict[str, Any]] | None = None
     # For a range histogram, the tree its bins were estimated from (what range answers need).
     tree: dict[str, Any] | None = None
+    # For a table or histogram, its noisy cells before post-processing (consistency.NoisyTable),
+    # which consistency across the release's statistics starts from. Never published.
+    noisy_table: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         out = {

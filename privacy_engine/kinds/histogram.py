@@ -4,12 +4,16 @@ column. One record moves one record between cells: the sensitivity is that of th
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from privacy_engine.aggregates import Aggregate, BinCounts, CategoryCounts
+from privacy_engine.consistency import NoisyTable, widened_interval
 from privacy_engine.errors import EngineValidationError
 from privacy_engine.kinds.base import (
     PlanContext,
@@ -172,7 +176,8 @@ class HistogramKind(QueryKind):
         else:
             assert query.bins is not None
             labels = bin_labels(query.bins)
-        noisy_cells = [max(0, int(v)) for v in mechanism.release(exact)]
+        noisy = np.asarray(mechanism.release(exact), dtype=np.int64)
+        noisy_cells = [max(0, int(v)) for v in noisy]
         halfwidth = mechanism.halfwidth()
         return StatisticResult(
             value=dict(zip(labels, noisy_cells, strict=True)),
@@ -181,8 +186,29 @@ class HistogramKind(QueryKind):
                 for label, v in zip(labels, noisy_cells, strict=True)
             },
             rule=column.rule(),
+            # A table of the same column in the release makes this histogram consistent with it.
+            noisy_table=NoisyTable(
+                variables=((query.column, tuple(labels)),),
+                cells=noisy,
+                noise=mechanism.name,
+                scale=mechanism.scale,
+                publish=functools.partial(_published, tuple(labels), noisy, halfwidth),
+            ),
             **common,
         )
+
+
+def _published(
+    labels: tuple[str, ...], noisy: np.ndarray, halfwidth: float, cells: np.ndarray
+) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Consistent ``cells`` as published, each interval widened by how far consistency moved
+    the cell from its noisy count."""
+    value = {label: float(c) for label, c in zip(labels, cells, strict=True)}
+    ci95 = {
+        label: widened_interval(value[label], int(n), halfwidth)
+        for label, n in zip(labels, noisy, strict=True)
+    }
+    return value, ci95
 
 
 KIND = register(HistogramKind())

@@ -7,12 +7,14 @@ cell vector has the sensitivity of a histogram under the definition (histogram_s
 cell under add/remove, two under Blowfish's replacement), times c for a person of up to c rows.
 The cells get the same integer mechanism as a histogram, drawn once for the whole table.
 
-Consistency is post-processing with public facts only: a count is never negative, so each noisy
-cell below 0 is published as 0 (which never moves it away from its true count), and every total
-is the sum of the published cells it covers. The published totals therefore agree with the
-published table exactly. A cell's 95% interval is the mechanism's; a total's is simultaneous over
-the table: every cell within its half-width h at coverage 1 − 0.05/K (K cells, Bonferroni) puts a
-total of m cells within m·h.
+Consistency is post-processing of the noisy cells with public facts only (consistency.py): the
+table's row and column totals are its noisy ones made non-negative and summing to its noisy grand
+total, and the cells are raked to them from the noisy cells, so every cell is non-negative and
+every published total is exactly the sum of the published cells it covers. Within a release,
+tables and histograms that share a column (with the same buckets) are then made consistent with
+one another the same way (release.py). Each number's 95% interval is its own noisy estimate's
+(a cell's noise, or the sum of the noises of the cells a total covers) widened by how far
+consistency moved it.
 
 Cells are labelled by the JSON array of their two buckets, ``["F", "north"]``, and totals by
 ``null`` in place of the bucket summed over (``["F", null]``, ``[null, null]``): unambiguous
@@ -21,12 +23,21 @@ whatever the category names.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from privacy_engine.aggregates import Aggregate, BinCounts, CategoryCounts, PairCounts
+from privacy_engine.consistency import (
+    NoisyTable,
+    make_consistent,
+    sum_halfwidth,
+    widened_interval,
+)
 from privacy_engine.errors import EngineValidationError
 from privacy_engine.kinds.base import (
     PlanContext,
@@ -34,7 +45,6 @@ from privacy_engine.kinds.base import (
     QueryKind,
     StatisticResult,
     cleaned_numbers,
-    count_interval,
     even,
     integer_mechanism,
     register,
@@ -70,6 +80,8 @@ class Side:
     counts: CategoryCounts | BinCounts
     # The declared categories, which a simulated table fills evenly (all bins for a numeric side).
     filled: tuple[str, ...]
+    # The column and its buckets: tables with the same variable are made consistent.
+    variable: tuple[str, tuple[str, ...]]
 
 
 def cell_label(row: str | None, column: str | None) -> str:
@@ -89,7 +101,9 @@ def side_of(query: Marginal, index: int, schema: Schema) -> Side:
         counts = CategoryCounts(
             column=name, categories=tuple(column.categories), other=column.other, fill=column.fill
         )
-        return Side(column.buckets, column.rule(), counts, tuple(column.categories))
+        return Side(
+            column.buckets, column.rule(), counts, tuple(column.categories), (name, column.buckets)
+        )
     if isinstance(column, NumericColumn):
         if edges is None:
             raise EngineValidationError.single(
@@ -98,7 +112,7 @@ def side_of(query: Marginal, index: int, schema: Schema) -> Side:
         check_edges(edges, column, "bins")
         labels = bin_labels(edges)
         counts = BinCounts(**cleaned_numbers(name, schema), edges=edges)
-        return Side(labels, column.rule(), counts, labels)
+        return Side(labels, column.rule(), counts, labels, (name, labels))
     raise EngineValidationError.single(
         "columns", f"'{_shown(name)}' is neither a categorical nor a numeric column"
     )
@@ -117,15 +131,6 @@ def _with_totals(table: dict[tuple[str, str], int], first: Side, second: Side) -
         value[cell_label(None, b)] = sum(table[a, b] for a in first.buckets)
     value[cell_label(None, None)] = sum(table.values())
     return value
-
-
-def _cells_covered(label: list[str | None], first: Side, second: Side) -> int:
-    """How many cells a published number sums: 1 for a cell, a row's or a column's worth for
-    their totals, all of them for the grand total."""
-    row, column = label
-    rows = 1 if row is not None else len(first.buckets)
-    columns = 1 if column is not None else len(second.buckets)
-    return rows * columns
 
 
 class MarginalKind(QueryKind):
@@ -216,30 +221,62 @@ class MarginalKind(QueryKind):
         query = planned.query
         first, second = _sides(query, schema)
         (mechanism,) = planned.mechanisms
-        noisy = [max(0, int(v)) for v in mechanism.release(exact)]
-        width = len(second.buckets)
-        table = {
-            (a, b): noisy[i * width + j]
-            for i, a in enumerate(first.buckets)
-            for j, b in enumerate(second.buckets)
-        }
-        cell_halfwidth = mechanism.halfwidth()
-        joint_halfwidth = mechanism.halfwidth(1.0 - 0.05 / len(noisy))
-        value = _with_totals(table, first, second)
-        ci95 = {}
-        for label, count in value.items():
-            covered = _cells_covered(json.loads(label), first, second)
-            is_total = None in json.loads(label)
-            halfwidth = covered * joint_halfwidth if is_total else cell_halfwidth
-            ci95[label] = count_interval(count, halfwidth)
+        shape = (len(first.buckets), len(second.buckets))
+        noisy = np.asarray(mechanism.release(exact), dtype=np.int64).reshape(shape)
+        table = NoisyTable(
+            variables=(first.variable, second.variable),
+            cells=noisy,
+            noise=mechanism.name,
+            scale=mechanism.scale,
+            publish=functools.partial(_published, first, second, noisy, mechanism),
+        )
+        (cells,) = make_consistent([table])
+        value, ci95 = table.publish(cells)
         rule = (
             f"{first.rule} ({query.columns[0]}); {second.rule} ({query.columns[1]}); "
-            "negative cells published as 0; each total is the sum of the published cells it "
-            "covers, its interval simultaneous over the table"
+            "the noisy table made consistent with its totals and non-negative (raking to "
+            "non-negative row and column totals); each interval is widened by how far that "
+            "moved the number from its own noisy estimate"
         )
         return StatisticResult(
-            value=value, ci95=ci95, rule=rule, columns=list(query.columns), **common
+            value=value,
+            ci95=ci95,
+            rule=rule,
+            columns=list(query.columns),
+            noisy_table=table,
+            **common,
         )
+
+
+def _published(
+    first: Side, second: Side, noisy: np.ndarray, mechanism: Any, cells: np.ndarray
+) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Value and intervals of consistent ``cells``: each published number p with its own noisy
+    estimate n (a cell, or the sum of the noisy cells a total covers) and that estimate's 95%
+    half-width h gets [p − |p − n| − h, p + |p − n| + h]."""
+    rows, columns = noisy.shape
+    table = {
+        (a, b): float(cells[i, j])
+        for i, a in enumerate(first.buckets)
+        for j, b in enumerate(second.buckets)
+    }
+    value = _with_totals(table, first, second)
+    noise, scale = mechanism.name, mechanism.scale
+    cell, row, column, grand = (
+        sum_halfwidth(m, noise, scale) for m in (1, columns, rows, rows * columns)
+    )
+    ci95 = {}
+    for i, a in enumerate(first.buckets):
+        for j, b in enumerate(second.buckets):
+            ci95[cell_label(a, b)] = widened_interval(table[a, b], noisy[i, j], cell)
+        label = cell_label(a, None)
+        ci95[label] = widened_interval(value[label], noisy[i].sum(), row)
+    for j, b in enumerate(second.buckets):
+        label = cell_label(None, b)
+        ci95[label] = widened_interval(value[label], noisy[:, j].sum(), column)
+    label = cell_label(None, None)
+    ci95[label] = widened_interval(value[label], noisy.sum(), grand)
+    return value, {label: ci95[label] for label in value}
 
 
 KIND = register(MarginalKind())
