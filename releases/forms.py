@@ -16,7 +16,7 @@ STATISTIC_LABELS = {
     "sum": "Sum",
     "mean": "Mean",
     "quantile": "Quantiles (median, quartiles…)",
-    "marginal": "Table of two categorical columns",
+    "marginal": "Table of two columns",
     "range_histogram": "Histogram for any range (numeric)",
 }
 

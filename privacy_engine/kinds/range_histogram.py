@@ -34,6 +34,7 @@ from privacy_engine.kinds.base import (
     StatisticResult,
     cleaned_numbers,
     column_named,
+    even,
     integer_mechanism,
     numeric_column,
     register,
@@ -45,6 +46,8 @@ from privacy_engine.sensitivity import histogram_sensitivity
 MIN_BINS = 2
 # Bounds one request's work: at most 4× as many tree nodes get noise (10 µs each, in the worker).
 MAX_BINS = 65_536
+# The wizard's simulated example draws at most this many bins.
+SIMULATED_BINS = 100
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,18 @@ class RangeHistogramKind(QueryKind):
     def published_cells(self, query: RangeHistogram, schema: Schema) -> int:
         # The page shows one chart and a range tool, not a row per bin (the files have them).
         return 1
+
+    def simulated(
+        self, query: RangeHistogram, schema: Schema, n: int
+    ) -> tuple[dict[str, int], list[int]] | None:
+        """n records spread evenly over the bins; none past SIMULATED_BINS (a chart of more
+        bars says nothing)."""
+        if query.bins > SIMULATED_BINS:
+            return None
+        column = schema.column(query.column)
+        assert isinstance(column, NumericColumn)
+        counts = even(n, query.bins)
+        return dict(zip(bin_labels(bin_edges(column, query.bins)), counts, strict=True)), counts
 
     def plan(
         self, query: RangeHistogram, epsilon: float, delta: float, context: PlanContext

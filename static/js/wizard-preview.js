@@ -32,6 +32,8 @@ function plotlyText(s) {
   var container = document.getElementById("simulated-charts");
   if (!source || !container || !window.Plotly) { return; }
   JSON.parse(source.textContent).forEach(function (stat, index) {
+    // A statistic without a simulated example (too many bins to draw) gets no chart.
+    if (stat.simulated === null) { return; }
     // Raw text for the DOM (textContent, attributes); plotlyText only for what Plotly draws.
     var title = stat.kind + (stat.column ? " of " + stat.column : "") +
       (stat.columns ? " of " + stat.columns.join(", ") : "");

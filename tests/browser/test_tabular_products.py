@@ -1,5 +1,6 @@
-"""Quantiles and a 2-way table in a real browser: the curator's preview draws every simulated
-chart, and the public release page draws a chart per product, with no script error."""
+"""Quantiles, a 2-way table and a histogram for any range in a real browser: the curator's
+preview draws every simulated chart, and the public release page draws a chart per product and
+answers any range, with no script error."""
 
 import math
 
@@ -17,6 +18,7 @@ QUERIES = [
     {"kind": "quantile", "column": "age", "quantiles": [0.25, 0.5, 0.75]},
     {"kind": "marginal", "columns": ["sex", "visits"]},
     {"kind": "count"},
+    {"kind": "range_histogram", "column": "age", "bins": 50},
 ]
 
 
@@ -53,11 +55,12 @@ def test_quantiles_and_a_table_are_previewed_and_published_with_charts(page, liv
     page.get_by_role("button", name="Log in").click()
 
     # then every simulated chart is drawn, and the accuracy is said in ranks and cells
-    page.wait_for_selector("#simulated-2 .main-svg")
-    assert page.locator("#simulated-charts .js-plotly-plot").count() == 3
+    page.wait_for_selector("#simulated-3 .main-svg")
+    assert page.locator("#simulated-charts .js-plotly-plot").count() == 4
     text = page.inner_text("main")
     assert "each published quantile's rank is within ±" in text
     assert "each published cell of the table is within ±" in text
+    assert "each published bin is within ±" in text
     screenshot(page, "wizard-preview-tables")
 
     # when it is published and the public opens its page
@@ -66,8 +69,9 @@ def test_quantiles_and_a_table_are_previewed_and_published_with_charts(page, liv
     assert release.status == Release.Status.PUBLISHED
     page.goto(f"{live_server.url}/catalog/{release.series.slug}/v1/")
 
-    # then both products have a chart and no script failed
+    # then every product has a chart and no script failed
     page.wait_for_selector("#chart-1 .main-svg")
+    page.wait_for_selector("#chart-3 .main-svg")
     assert page.locator("#chart-0.js-plotly-plot").count() == 1
     assert "exponential mechanism" in page.inner_text("main")
     screenshot(page, "release-page-tables")

@@ -309,3 +309,21 @@ def test_every_range_of_a_small_histogram_is_consistent_with_its_bins():
         total = sum(statistic["value"][c] for c in cells[first : last + 1])
         assert answer["value"] == pytest.approx(max(0.0, total))
         assert answer["bins"] == last - first + 1
+
+
+def test_the_simulated_example_spreads_records_over_the_bins_up_to_100_bins():
+    from privacy_engine.guidance import simulated_preview
+
+    schema = {**SCHEMA, "declared_size": 1000}
+    few, many = simulated_preview(
+        schema=schema,
+        definition=PURE,
+        queries=[
+            {"kind": "range_histogram", "column": "age", "bins": 100},
+            {"kind": "range_histogram", "column": "age", "bins": 101},
+        ],
+    )
+
+    assert list(few["simulated"].values()) == [10] * 100
+    assert len(few["noisy"]) == 100
+    assert many["simulated"] is None
