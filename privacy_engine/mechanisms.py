@@ -23,6 +23,7 @@ import opendp.prelude as dp
 
 from privacy_engine import accuracy
 from privacy_engine.noise import DEFAULT_NOISE, NoiseSource
+from privacy_engine.optimize import golden_minimum
 
 dp.enable_features("contrib")
 
@@ -124,20 +125,9 @@ def zcdp_rho_for(epsilon: float, delta: float) -> float:
     grid = [low + (high - low) * i / steps for i in range(steps + 1)]
     values = [allowed(t) for t in grid]
     best = max(range(steps + 1), key=values.__getitem__)
-    a, b = grid[max(best - 1, 0)], grid[min(best + 1, steps)]
-    ratio = (math.sqrt(5.0) - 1.0) / 2.0
-    c, d = b - ratio * (b - a), a + ratio * (b - a)
-    at_c, at_d = allowed(c), allowed(d)
-    for _ in range(60):
-        if at_c > at_d:
-            b, d, at_d = d, c, at_c
-            c = b - ratio * (b - a)
-            at_c = allowed(c)
-        else:
-            a, c, at_c = c, d, at_d
-            d = a + ratio * (b - a)
-            at_d = allowed(d)
-    return max(values[best], at_c, at_d)
+    low, high = grid[max(best - 1, 0)], grid[min(best + 1, steps)]
+    refined = -golden_minimum(lambda t: -allowed(t), low, high, rounds=60)
+    return max(values[best], refined)
 
 
 def estimated_gaussian_scale(sensitivity: float, epsilon: float, delta: float) -> float:

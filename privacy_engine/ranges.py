@@ -22,6 +22,7 @@ bins, computed exactly from the estimator's covariance (``mean_range_variance``)
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ import opendp.prelude as dp
 from opendp.core import function_eval
 
 from privacy_engine import accuracy
+from privacy_engine.optimize import golden_minimum
 
 dp.enable_features("contrib")
 
@@ -46,24 +48,54 @@ SHAPE_RANGES = 4096
 @dataclass(frozen=True)
 class TreeShape:
     """``bins`` leaves padded to ``leaves`` = b^(levels − 1); ``levels`` 1 is flat bins (no
-    tree, ``branching`` None)."""
+    tree, ``branching`` None). A tree that is not ``rooted`` drops its root: it is a forest of
+    b trees of levels − 1 levels (each of OpenDP's), whose nodes are laid out tree after tree.
+    The root is the total number of records; without it every other node needs less noise
+    (L − 1 levels instead of L), which pays more than the root's help to long ranges."""
 
     bins: int
     branching: int | None
     levels: int
+    rooted: bool = True
 
     @property
     def leaves(self) -> int:
         return self.bins if self.branching is None else self.branching ** (self.levels - 1)
 
     @property
+    def noisy_levels(self) -> int:
+        """The levels that get noise: each is a histogram of the records."""
+        return self.levels if self.rooted else self.levels - 1
+
+    @property
+    def trees(self) -> int:
+        return 1 if self.rooted or self.branching is None else self.branching
+
+    @property
+    def subtree(self) -> TreeShape:
+        """One tree of the forest (the shape itself when rooted)."""
+        if self.rooted:
+            return self
+        assert self.branching is not None
+        return TreeShape(
+            bins=self.leaves // self.branching, branching=self.branching, levels=self.levels - 1
+        )
+
+    @property
     def nodes(self) -> int:
         if self.branching is None:
             return self.bins
+        if not self.rooted:
+            return self.trees * self.subtree.nodes
         return sum(self.branching**level for level in range(self.levels))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"branching": self.branching, "levels": self.levels, "leaves": self.leaves}
+        return {
+            "branching": self.branching,
+            "levels": self.levels,
+            "rooted": self.rooted,
+            "leaves": self.leaves,
+        }
 
 
 def complete_tree(bins: int, branching: int) -> TreeShape:
@@ -80,12 +112,21 @@ def level_factor(levels: int, norm: str) -> float:
     return float(levels) if norm == "l1" else math.sqrt(levels)
 
 
+def _per_tree(function, values: np.ndarray, shape: TreeShape, chunk: int) -> np.ndarray:
+    """``function(part, subtree)`` on each tree's ``chunk`` values of a forest, concatenated."""
+    parts = values.reshape((shape.trees, chunk, *values.shape[1:]))
+    return np.concatenate([function(part, shape.subtree) for part in parts])
+
+
 def consistent_estimate(nodes: np.ndarray, shape: TreeShape) -> np.ndarray:
     """Hay et al.'s least-squares leaves from breadth-first node values (one tree per column of
     ``nodes``), in floating point. The same estimator as OpenDP's ``make_consistent_b_ary_tree``
-    on a complete tree (tested equal); used for weights, where OpenDP's takes only integers."""
+    on a complete tree (tested equal); used for weights, where OpenDP's takes only integers. A
+    forest's trees are estimated one by one (their noises are independent)."""
     if shape.branching is None:
         return nodes.astype(float)
+    if not shape.rooted:
+        return _per_tree(consistent_estimate, nodes, shape, shape.subtree.nodes)
     b, levels = shape.branching, shape.levels
     starts = np.cumsum([0] + [b**level for level in range(levels)])
     level_values = [nodes[starts[k] : starts[k + 1]].astype(float) for k in range(levels)]
@@ -115,6 +156,8 @@ def node_sums(leaf_values: np.ndarray, shape: TreeShape) -> np.ndarray:
     padded[: len(leaf_values)] = leaf_values
     if shape.branching is None:
         return padded
+    if not shape.rooted:
+        return _per_tree(node_sums, padded, shape, shape.subtree.leaves)
     levels = [padded]
     for _ in range(shape.levels - 1):
         levels.append(levels[-1].reshape((-1, shape.branching, *padded.shape[1:])).sum(axis=1))
@@ -126,9 +169,11 @@ def range_weights(shape: TreeShape, first: int, last: int) -> np.ndarray:
     noises eᵢ: w = H·(HᵀH)⁻¹·r, where (HᵀH)⁻¹·r is the estimator applied to r on the leaves."""
     indicator = np.zeros(shape.leaves)
     indicator[first : last + 1] = 1.0
-    on_leaves = np.zeros(shape.nodes)
-    on_leaves[shape.nodes - shape.leaves :] = indicator
-    return node_sums(consistent_estimate(on_leaves, shape), shape)
+    tree = shape.subtree
+    # Each tree's leaves are the last of its nodes.
+    on_leaves = np.zeros((shape.trees, tree.nodes))
+    on_leaves[:, tree.nodes - tree.leaves :] = indicator.reshape(shape.trees, tree.leaves)
+    return node_sums(consistent_estimate(on_leaves.reshape(-1), shape), shape)
 
 
 def _plastic_ranges(bins: int, count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -168,11 +213,14 @@ def mean_range_variance(shape: TreeShape) -> float:
     if shape.branching is None:
         return float(np.mean(last - first + 1))
     b, levels = shape.branching, shape.levels
-    unit = np.zeros(shape.nodes)
-    unit[shape.nodes - shape.leaves] = 1.0
-    column = consistent_estimate(unit, shape)
-    # m[k]: (HᵀH)⁻¹ between leaf 0 and a leaf whose common ancestor with it is at level k.
-    m = [column[b ** (levels - 2 - k)] for k in range(levels - 1)] + [column[0]]
+    tree = shape.subtree
+    unit = np.zeros(tree.nodes)
+    unit[tree.nodes - tree.leaves] = 1.0
+    column = consistent_estimate(unit, tree)
+    # m[k]: (HᵀH)⁻¹ between leaf 0 and a leaf whose common ancestor with it is at level k; 0
+    # between leaves of two trees of a forest (independent estimates).
+    m = [column[b ** (levels - 2 - k)] for k in range(levels - tree.levels, levels - 1)]
+    m = [0.0] * (levels - tree.levels) + m + [column[0]]
     pairs = _range_pair_counts(shape, first, last)
     total = m[-1] * pairs[-1]
     for k in range(levels - 1):
@@ -189,9 +237,11 @@ def tree_shape(bins: int, norm: str) -> TreeShape:
         shape = complete_tree(bins, branching)
         if shape.levels >= 2 and shape.leaves <= MAX_PADDING * bins:
             shapes.append(shape)
+        if shape.levels >= 3 and shape.leaves <= MAX_PADDING * bins:
+            shapes.append(dataclasses.replace(shape, rooted=False))
     return min(
         shapes,
-        key=lambda s: level_factor(s.levels, norm) ** 2 * mean_range_variance(s),
+        key=lambda s: level_factor(s.noisy_levels, norm) ** 2 * mean_range_variance(s),
     )
 
 
@@ -200,7 +250,13 @@ def tree_nodes(counts: list[int], shape: TreeShape) -> list[int]:
     padded = list(counts) + [0] * (shape.leaves - len(counts))
     if shape.branching is None:
         return padded
-    return list(_tree_transformation(shape.leaves, shape.branching)(padded))
+    tree, size = shape.subtree, shape.subtree.leaves
+    transformation = _tree_transformation(tree.leaves, shape.branching)
+    return [
+        node
+        for start in range(0, shape.leaves, size)
+        for node in transformation(padded[start : start + size])
+    ]
 
 
 @functools.cache
@@ -217,7 +273,8 @@ def tree_l1_map(shape: TreeShape, histogram_distance: int) -> int:
     """OpenDP's stability map of ``make_b_ary_tree``: the tree's L1 distance for a histogram's."""
     if shape.branching is None:
         return histogram_distance
-    return int(_tree_transformation(shape.leaves, shape.branching).map(histogram_distance))
+    tree = shape.subtree  # a record is in one tree of a forest
+    return int(_tree_transformation(tree.leaves, shape.branching).map(histogram_distance))
 
 
 def consistent_leaves(noisy_nodes: list[int] | np.ndarray, shape: TreeShape) -> list[float]:
@@ -227,8 +284,14 @@ def consistent_leaves(noisy_nodes: list[int] | np.ndarray, shape: TreeShape) -> 
     if shape.branching is None:
         return [float(v) for v in values]
     consistent = dp.t.make_consistent_b_ary_tree(shape.branching, TIA=dp.i64, TOA=float)
-    leaves = function_eval(consistent, values, "Vec<i64>")  # counts beyond 32 bits
-    return [float(v) for v in leaves[: shape.bins]]
+    size = shape.subtree.nodes
+    leaves = [
+        float(leaf)
+        for start in range(0, len(values), size)
+        # Vec<i64>: counts beyond 32 bits
+        for leaf in function_eval(consistent, values[start : start + size], "Vec<i64>")
+    ]
+    return leaves[: shape.bins]
 
 
 # --- the error of a weighted sum of the nodes' noises ------------------------------------------
@@ -292,17 +355,4 @@ def error_halfwidth(weights: np.ndarray, noise: str, scale: float, coverage: flo
     def bound(t: float) -> float:
         return (float(np.dot(repeats, _geometric_log_mgf(t * distinct, scale))) + log_miss) / t
 
-    low, high = t_max * 1e-9, t_max * (1.0 - 1e-12)
-    ratio = (math.sqrt(5.0) - 1.0) / 2.0
-    c, d = high - ratio * (high - low), low + ratio * (high - low)
-    at_c, at_d = bound(c), bound(d)
-    for _ in range(80):
-        if at_c < at_d:
-            high, d, at_d = d, c, at_c
-            c = high - ratio * (high - low)
-            at_c = bound(c)
-        else:
-            low, c, at_c = c, d, at_d
-            d = low + ratio * (high - low)
-            at_d = bound(d)
-    return min(at_c, at_d)
+    return golden_minimum(bound, t_max * 1e-9, t_max * (1.0 - 1e-12), rounds=80)

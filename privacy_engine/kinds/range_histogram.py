@@ -2,11 +2,11 @@
 over any range of bins is accurate: the hierarchical mechanism of ranges.py (a b-ary tree of bin
 counts, noise on every node, OpenDP's consistency), or flat bins when a tree would not help.
 
-Sensitivity: each level of the tree is a histogram of the records, so one record moves the tree by
-L times a histogram's L1 sensitivity (OpenDP's map of ``make_b_ary_tree``), or √L times its L2
-sensitivity under (ε, δ)-DP, times c for a person of up to c rows. Under Blowfish that is 2 per
-level (a replacement moves one record between bins), the root's included although n is public:
-a little more noise than needed, never less.
+Sensitivity: each noisy level of the tree (of a forest: ranges.TreeShape) is a histogram of the
+records, so one record moves the tree by L times a histogram's L1 sensitivity (OpenDP's map of
+``make_b_ary_tree``), or √L times its L2 sensitivity under (ε, δ)-DP, times c for a person of up
+to c rows. Under Blowfish that is 2 per level (a replacement moves one record between bins), a
+rooted tree's root included although n is public: a little more noise than needed, never less.
 
 The published bins are consistent: the answer for bins i..j is the sum of their published values
 (:func:`range_answer`), and its 95% interval comes from the estimator's exact weights on the
@@ -117,7 +117,7 @@ class RangeHistogramKind(QueryKind):
         shape = _shape(query, context)
         if context.norm == "l1":
             return ranges.tree_l1_map(shape, histogram)
-        return histogram * ranges.level_factor(shape.levels, "l2")
+        return histogram * ranges.level_factor(shape.noisy_levels, "l2")
 
     def published_cells(self, query: RangeHistogram, schema: Schema) -> int:
         # The page shows one chart and a range tool, not a row per bin (the files have them).
@@ -175,13 +175,18 @@ class RangeHistogramKind(QueryKind):
         labels = bin_labels(bin_edges(column, query.bins))
         halfwidth = planned.ci95_halfwidth
         assert halfwidth is not None
-        structure = (
-            f"a {shape.branching}-ary tree of {shape.levels} levels over "
-            f"{shape.leaves:,} bins (padded with empty bins), noise on every node, made "
-            "consistent by least squares (OpenDP)"
-            if shape.branching is not None
-            else "flat bins (no tree helps ranges of this few bins)"
-        )
+        if shape.branching is None:
+            structure = "flat bins (no tree helps ranges of this few bins)"
+        else:
+            trees = (
+                f"a {shape.branching}-ary tree of {shape.levels} levels"
+                if shape.rooted
+                else f"{shape.trees} {shape.branching}-ary trees of {shape.levels - 1} levels"
+            )
+            structure = (
+                f"{trees} over {shape.leaves:,} bins (padded with empty bins), noise on every "
+                "node, made consistent by least squares (OpenDP)"
+            )
         rule = (
             f"{column.rule()}; {structure}; a range's answer is the sum of its bins, clamped at "
             "0, with an interval covering at least 95% from the estimator's exact weights"
@@ -227,7 +232,12 @@ def range_answer(statistic: Mapping[str, Any], low: float, high: float) -> dict[
     last = min(bins - 1, max(first, bisect.bisect_left(edges, high) - 1))
     cells: Sequence[str] = statistic.get("cells") or list(statistic["value"])
     total = sum(float(statistic["value"][cell]) for cell in cells[first : last + 1])
-    shape = ranges.TreeShape(bins=bins, branching=tree["branching"], levels=int(tree["levels"]))
+    shape = ranges.TreeShape(
+        bins=bins,
+        branching=tree["branching"],
+        levels=int(tree["levels"]),
+        rooted=bool(tree.get("rooted", True)),
+    )
     halfwidth = ranges.error_halfwidth(
         ranges.range_weights(shape, first, last),
         str(tree["noise"]),

@@ -2,6 +2,7 @@
 estimator is OpenDP's and is least squares, the weights give every range's exact error, the
 shape chosen beats flat bins on ranges, and bad input is refused naming the field."""
 
+import dataclasses
 import itertools
 import math
 
@@ -40,7 +41,17 @@ class Shifted:
 
 
 def incidence(shape: ranges.TreeShape) -> np.ndarray:
-    """H: one row per node (breadth first), 1 where the node covers the leaf."""
+    """H: one row per node (breadth first; a forest tree after tree), 1 where the node covers
+    the leaf."""
+    if not shape.rooted:
+        tree = shape.subtree
+        blocks = [incidence(tree)] * shape.trees
+        rows = np.zeros((shape.nodes, shape.leaves))
+        for k, block in enumerate(blocks):
+            rows[k * tree.nodes : (k + 1) * tree.nodes, k * tree.leaves : (k + 1) * tree.leaves] = (
+                block
+            )
+        return rows
     rows = []
     for level in range(shape.levels):
         width = shape.branching ** (shape.levels - 1 - level)
@@ -123,14 +134,16 @@ def test_few_bins_are_flat_and_many_bins_are_a_tree_that_beats_flat_bins_on_rang
     # with many, the tree chosen is far better over ranges (issue 9: ≤ 0.15× at 4,096 bins)
     shape = ranges.tree_shape(4096, "l1")
     flat = ranges.mean_range_variance(ranges.TreeShape(bins=4096, branching=None, levels=1))
-    ratio = shape.levels**2 * ranges.mean_range_variance(shape) / flat
+    ratio = shape.noisy_levels**2 * ranges.mean_range_variance(shape) / flat
     assert shape.branching is not None
     assert ratio <= 0.15
-    # and no other branching factor tried would be better
+    # and no other branching factor tried, with or without a root, would be better
     for branching in ranges.BRANCHING_FACTORS:
-        other = ranges.complete_tree(4096, branching)
-        if other.leaves <= ranges.MAX_PADDING * 4096:
-            assert other.levels**2 * ranges.mean_range_variance(other) >= ratio * flat
+        rooted = ranges.complete_tree(4096, branching)
+        for other in (rooted, dataclasses.replace(rooted, rooted=False)):
+            if other.leaves <= ranges.MAX_PADDING * 4096 and other.noisy_levels >= 1:
+                mse = other.noisy_levels**2 * ranges.mean_range_variance(other)
+                assert mse >= ratio * flat * (1 - 1e-12)
 
 
 @pytest.mark.parametrize(
@@ -149,10 +162,10 @@ def test_the_sensitivity_is_a_histograms_per_level(definition, expected):
 
     (entry,) = preview(schema=SCHEMA, definition=definition, queries=[query])
 
-    assert entry["sensitivity"] == pytest.approx(expected(shape.levels))
+    assert entry["sensitivity"] == pytest.approx(expected(shape.noisy_levels))
     if norm == "l1":
-        # OpenDP's own map of make_b_ary_tree
-        assert ranges.tree_l1_map(shape, 1) == shape.levels
+        # OpenDP's own map of make_b_ary_tree (one tree of the forest: a record is in one)
+        assert ranges.tree_l1_map(shape, 1) == shape.noisy_levels
 
 
 def test_a_person_of_c_rows_moves_every_level_c_times():
@@ -162,7 +175,7 @@ def test_a_person_of_c_rows_moves_every_level_c_times():
 
     (entry,) = preview(schema=schema, definition=PURE, queries=[query])
 
-    assert entry["sensitivity"] == 3 * ranges.tree_shape(4096, "l1").levels
+    assert entry["sensitivity"] == 3 * ranges.tree_shape(4096, "l1").noisy_levels
 
 
 @pytest.mark.parametrize("definition", [PURE, APPROX, BLOWFISH], ids=["pure", "approx", "bf"])
@@ -327,3 +340,44 @@ def test_the_simulated_example_spreads_records_over_the_bins_up_to_100_bins():
     assert list(few["simulated"].values()) == [10] * 100
     assert len(few["noisy"]) == 100
     assert many["simulated"] is None
+
+
+FOREST = ranges.TreeShape(bins=60, branching=4, levels=4, rooted=False)
+
+
+def test_a_forest_is_least_squares_tree_by_tree_and_opendps():
+    nodes = (np.arange(FOREST.nodes) * 7919) % 23 - 11
+
+    ours = ranges.consistent_estimate(nodes, FOREST)
+    least_squares = np.linalg.lstsq(incidence(FOREST), nodes, rcond=None)[0]
+
+    np.testing.assert_allclose(ours, least_squares, atol=1e-9)
+    np.testing.assert_allclose(ours[:60], ranges.consistent_leaves(nodes, FOREST), atol=1e-9)
+    counts = list(range(60))
+    np.testing.assert_array_equal(
+        ranges.tree_nodes(counts, FOREST), incidence(FOREST) @ np.r_[counts, [0] * 4]
+    )
+    assert FOREST.nodes == 4 * (1 + 4 + 16)
+    assert ranges.tree_l1_map(FOREST, 1) == FOREST.noisy_levels == 3
+
+
+@pytest.mark.parametrize(("first", "last"), [(0, 0), (3, 17), (0, 59), (15, 16), (5, 40)])
+def test_a_forests_weights_are_a_ranges_exact_error(first, last):
+    x = np.arange(60, dtype=float) % 5
+    noise = np.sin(np.arange(FOREST.nodes) * 1.7) * 3.0
+    noisy = incidence(FOREST) @ np.r_[x, [0.0] * 4] + noise
+
+    estimate = ranges.consistent_estimate(noisy, FOREST)
+    weights = ranges.range_weights(FOREST, first, last)
+
+    error = estimate[first : last + 1].sum() - x[first : last + 1].sum()
+    assert error == pytest.approx(float(weights @ noise), abs=1e-9)
+    starts, ends = ranges._plastic_ranges(60, ranges.SHAPE_RANGES)
+    brute = np.mean(
+        [
+            float(w @ w)
+            for a, b in zip(starts, ends, strict=True)
+            for w in [ranges.range_weights(FOREST, int(a), int(b))]
+        ]
+    )
+    assert ranges.mean_range_variance(FOREST) == pytest.approx(brute, rel=1e-9)

@@ -1,17 +1,18 @@
 """Statistical privacy audit of the range histogram's tree mechanism (issue 9, point 5).
 
-The tree is the kind's own: 16 bins under a complete 4-ary tree of 3 levels (21 nodes), the
-nodes built by OpenDP's ``make_b_ary_tree`` (ranges.tree_nodes) and noised by the mechanism the
-kind plans, with the sensitivity the kind computes. Neighbouring tables differ in one record:
+The shapes are the kind's own: 16 bins under a complete 4-ary tree of 3 levels (21 nodes), and
+the same without its root (a forest of four 4-ary trees of 2 levels, 20 nodes), the nodes built
+by OpenDP's ``make_b_ary_tree`` (ranges.tree_nodes) and noised by the mechanism the kind plans,
+with the sensitivity the kind computes (L noisy levels). Neighbouring tables differ in one record:
 
-- ε-DP (add/remove): D1 = D2 plus a record in bin 0, which adds 1 to the root, to bin 0's level-1
-  node and to bin 0. The event "each of those three noisy nodes exceeds its value on D2" has
-  probability ratio exactly e^{3/b} = e^ε for discrete Laplace noise of scale b = 3/ε: the worst
-  case, so the audit is sharp.
+- ε-DP (add/remove): D1 = D2 plus a record in bin 0, which adds 1 to one node per noisy level.
+  The event "each of those noisy nodes exceeds its value on D2" has probability ratio exactly
+  e^{L/b} = e^ε for discrete Laplace noise of scale b = L/ε: the worst case, so the audit is
+  sharp.
 - Blowfish (replace one record, n public): the record moves from bin 0 to bin 15; four nodes
-  change (two up, two down), the root not. The event "the two nodes that gain exceed, and the
-  two that lose fall below, their values on D2" has ratio e^{4/b} with b = 6/ε (the kind counts
-  the root too), so e^{2ε/3}.
+  change (two up, two down), a root not. The event "the two nodes that gain exceed, and the
+  two that lose fall below, their values on D2" has ratio e^{4/b} with b = 2L/ε: e^{2ε/3} for
+  the tree (the kind counts its root too), e^ε for the forest (sharp).
 
 A Clopper–Pearson lower bound on the ratio, both ways, must not exceed e^ε; the negative controls
 (noise calibrated to one level's sensitivity instead of the tree's) must be caught. A last audit
@@ -42,7 +43,8 @@ CONTROL_DRAWS = 10_000
 BATCH = 2_000
 WORKERS = min(4, os.cpu_count() or 1)
 FALSE_ALARM = 1e-6
-SHAPE = ranges.complete_tree(16, 4)
+TREE = ranges.complete_tree(16, 4)
+FOREST = ranges.TreeShape(bins=16, branching=4, levels=3, rooted=False)
 SCHEMA = schema_from_dict({"columns": {"x": {"kind": "numeric", "lower": 0, "upper": 16}}})
 D2 = [3, 1, 0, 2, 5, 0, 0, 1, 4, 2, 0, 0, 1, 1, 3, 2]
 
@@ -57,10 +59,10 @@ def context(definition: dict) -> PlanContext:
     return PlanContext(schema=SCHEMA, definition=definition_from_dict(definition), noise=None)
 
 
-def noisy_trees(mechanism, counts: list[int], draws: int) -> np.ndarray:
+def noisy_trees(mechanism, shape, counts: list[int], draws: int) -> np.ndarray:
     """``draws`` noisy trees of the bins' counts, one per row (many trees per OpenDP call: its
     noise is independent per element)."""
-    nodes = ranges.tree_nodes(counts, SHAPE)
+    nodes = ranges.tree_nodes(counts, shape)
     sizes = [min(BATCH, draws - start) for start in range(0, draws, BATCH)]
     with ThreadPoolExecutor(WORKERS) as pool:
         rows = pool.map(
@@ -69,9 +71,20 @@ def noisy_trees(mechanism, counts: list[int], draws: int) -> np.ndarray:
         return np.concatenate(list(rows))
 
 
-def node(level: int, index: int) -> int:
-    """Breadth-first position of the node ``index`` of level ``level``."""
-    return sum(4**k for k in range(level)) + index
+def node(shape, level: int, index: int) -> int:
+    """Position of the node ``index`` of level ``level``: breadth first in a tree; in a forest
+    (no level 0) tree after tree, each breadth first."""
+    if shape.rooted:
+        return sum(4**k for k in range(level)) + index
+    tree = shape.subtree
+    width = 4 ** (level - 1)  # nodes of this level in one tree
+    return (index // width) * tree.nodes + sum(4**k for k in range(level - 1)) + index % width
+
+
+def changed_up(shape) -> list[int]:
+    """The noisy nodes a record in bin 0 adds 1 to: one per noisy level."""
+    levels = range(3) if shape.rooted else range(1, 3)
+    return [node(shape, level, 0) for level in levels]
 
 
 def event_rate(trees: np.ndarray, above: dict[int, int], below: dict[int, int]) -> int:
@@ -83,10 +96,10 @@ def event_rate(trees: np.ndarray, above: dict[int, int], below: dict[int, int]) 
     return int(hit.sum())
 
 
-def ratio_lower_bound(mechanism, first, second, above, below, draws) -> float:
+def ratio_lower_bound(mechanism, shape, first, second, above, below, draws) -> float:
     """The larger lower confidence bound of P(event | first)/P(event | second), both ways."""
     hits = [
-        event_rate(noisy_trees(mechanism, counts, draws), above, below)
+        event_rate(noisy_trees(mechanism, shape, counts, draws), above, below)
         for counts in (first, second)
     ]
     miss = FALSE_ALARM / 4
@@ -101,62 +114,68 @@ PURE = {"kind": "pure_dp", "epsilon": EPSILON}
 BLOWFISH = {"kind": "blowfish", "epsilon": EPSILON, "policy": {"graph": "full_domain"}}
 
 
-def pure_audit(sensitivity: float, draws: int) -> float:
+def pure_audit(shape, sensitivity: float, draws: int) -> float:
     mechanism = integer_mechanism(sensitivity, EPSILON, 0.0, context(PURE))
-    nodes = ranges.tree_nodes(D2, SHAPE)
-    changed = [node(0, 0), node(1, 0), node(2, 0)]
-    above = {position: nodes[position] + 1 for position in changed}
-    return ratio_lower_bound(mechanism, with_record(D2, 0), D2, above, {}, draws)
+    nodes = ranges.tree_nodes(D2, shape)
+    above = {position: nodes[position] + 1 for position in changed_up(shape)}
+    return ratio_lower_bound(mechanism, shape, with_record(D2, 0), D2, above, {}, draws)
 
 
-def blowfish_audit(sensitivity: float, draws: int) -> float:
+def blowfish_audit(shape, sensitivity: float, draws: int) -> float:
     mechanism = integer_mechanism(sensitivity, EPSILON, 0.0, context(BLOWFISH))
     moved = with_record(with_record(D2, 15, -1), 0, +1)
-    nodes = ranges.tree_nodes(D2, SHAPE)
-    above = {p: nodes[p] + 1 for p in (node(1, 0), node(2, 0))}
-    below = {p: nodes[p] - 1 for p in (node(1, 3), node(2, 15))}
-    return ratio_lower_bound(mechanism, moved, D2, above, below, draws)
+    nodes = ranges.tree_nodes(D2, shape)
+    above = {p: nodes[p] + 1 for p in (node(shape, 1, 0), node(shape, 2, 0))}
+    below = {p: nodes[p] - 1 for p in (node(shape, 1, 3), node(shape, 2, 15))}
+    return ratio_lower_bound(mechanism, shape, moved, D2, above, below, draws)
 
 
-def kind_sensitivity(definition: dict) -> float:
-    # The kind's own sensitivity for this tree (its shape for 16 bins is not this one, so the
-    # per-level sensitivity it uses is applied to this tree's levels through OpenDP's map).
+def kind_sensitivity(shape, definition: dict) -> float:
+    # The kind's per-level sensitivity applied to this shape's noisy levels (OpenDP's map).
     histogram = 1 if definition is PURE else 2
-    return ranges.tree_l1_map(SHAPE, histogram)
+    return ranges.tree_l1_map(shape, histogram)
+
+
+SHAPES = [pytest.param(TREE, id="tree"), pytest.param(FOREST, id="forest")]
 
 
 def test_the_kinds_sensitivity_is_opendps_tree_map():
     query = RangeHistogram(column="x", bins=4096)
-    levels = ranges.tree_shape(4096, "l1").levels
+    levels = ranges.tree_shape(4096, "l1").noisy_levels
     assert RangeHistogramKind().sensitivity(query, context(PURE)) == levels
     assert RangeHistogramKind().sensitivity(query, context(BLOWFISH)) == 2 * levels
-    assert kind_sensitivity(PURE) == 3
-    assert kind_sensitivity(BLOWFISH) == 6
+    assert (kind_sensitivity(TREE, PURE), kind_sensitivity(TREE, BLOWFISH)) == (3, 6)
+    assert (kind_sensitivity(FOREST, PURE), kind_sensitivity(FOREST, BLOWFISH)) == (2, 4)
 
 
-def test_the_tree_mechanism_keeps_its_epsilon():
-    assert pure_audit(kind_sensitivity(PURE), DRAWS) <= math.exp(EPSILON)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_tree_mechanism_keeps_its_epsilon(shape):
+    assert pure_audit(shape, kind_sensitivity(shape, PURE), DRAWS) <= math.exp(EPSILON)
 
 
-def test_the_audit_catches_noise_calibrated_to_one_level():
-    assert pure_audit(1, CONTROL_DRAWS) > math.exp(EPSILON)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_audit_catches_noise_calibrated_to_one_level(shape):
+    assert pure_audit(shape, 1, CONTROL_DRAWS) > math.exp(EPSILON)
 
 
-def test_the_tree_mechanism_keeps_its_epsilon_under_blowfish():
-    assert blowfish_audit(kind_sensitivity(BLOWFISH), DRAWS) <= math.exp(EPSILON)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_tree_mechanism_keeps_its_epsilon_under_blowfish(shape):
+    sensitivity = kind_sensitivity(shape, BLOWFISH)
+    assert blowfish_audit(shape, sensitivity, DRAWS) <= math.exp(EPSILON)
 
 
-def test_the_blowfish_audit_catches_noise_calibrated_to_one_level():
-    assert blowfish_audit(2, CONTROL_DRAWS) > math.exp(EPSILON)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_blowfish_audit_catches_noise_calibrated_to_one_level(shape):
+    assert blowfish_audit(shape, 2, CONTROL_DRAWS) > math.exp(EPSILON)
 
 
 def test_the_published_bins_keep_epsilon_through_the_kinds_release():
-    # given the kind's own plan and release on neighbouring bin counts (a 16-ary tree)
+    # given the kind's own plan and release on neighbouring bin counts (a 16-ary forest)
     kind = RangeHistogramKind()
     query = RangeHistogram(column="x", bins=256)
     planned = kind.plan(query, EPSILON, 0.0, context(PURE))
     base = [2] * 256
-    draws = 1_500
+    draws = 1_000
 
     def first_bin_high(counts: list[int]) -> int:
         hits = 0

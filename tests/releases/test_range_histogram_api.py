@@ -41,7 +41,7 @@ def test_a_range_histogram_draft_previews_a_bins_accuracy(curator_client, datase
     (preview,) = response.json()["preview"]
     assert preview["kind"] == "range_histogram"
     assert preview["mechanism"] == "geometric"
-    assert preview["sensitivity"] == 4  # a 10-ary tree of 4 levels over 1,000 bins
+    assert preview["sensitivity"] == 3  # a forest of 10-ary trees of 3 levels over 1,000 bins
     assert 0 < preview["ci95_halfwidth"] < 100
 
 
@@ -148,6 +148,7 @@ def test_the_files_hold_every_bin_and_the_tree(anonymous_client, published):
     assert rows[0]["category"] == "[0, 0.1)"
     assert rows[-1]["category"] == "[99.9, 100]"
     assert published_json["statistics"][1]["tree"]["branching"] == 10
+    assert published_json["statistics"][1]["tree"]["rooted"] is False
 
 
 def test_the_wizard_keeps_a_range_histograms_bins(client, curator, dataset):
