@@ -1,5 +1,9 @@
-"""One-sided Clopper–Pearson bounds on a binomial proportion, shared by the privacy audits."""
+"""One-sided Clopper–Pearson bounds on a binomial proportion, and the audits' shared steps."""
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
 from scipy import stats
 
 
@@ -15,3 +19,24 @@ def clopper_pearson_upper(successes: int, trials: int, miss: float) -> float:
     if successes == trials:
         return 1.0
     return float(stats.beta.isf(miss, successes + 1, trials - successes))
+
+
+def worst_ratio_lower_bound(hits: tuple[int, int], draws: int, false_alarm: float) -> float:
+    """The larger of the lower confidence bounds on P(E | one)/P(E | other), both ways, from an
+    event's hits in ``draws`` draws under each of two inputs; wrong with probability at most
+    ``false_alarm`` in all."""
+    miss = false_alarm / 4
+    worst = 0.0
+    for more, less in ((hits[0], hits[1]), (hits[1], hits[0])):
+        upper = clopper_pearson_upper(less, draws, miss)
+        worst = max(worst, clopper_pearson_lower(more, draws, miss) / upper)
+    return worst
+
+
+def batched_draws(release, values: list[int], draws: int, batch: int = 2_000) -> np.ndarray:
+    """``draws`` independent noisy copies of ``values``, one per row, by a mechanism's
+    ``release`` on many copies at once (OpenDP's noise is independent per element), on threads."""
+    sizes = [min(batch, draws - start) for start in range(0, draws, batch)]
+    with ThreadPoolExecutor(min(4, os.cpu_count() or 1)) as pool:
+        rows = pool.map(lambda k: np.asarray(release(values * k)).reshape(k, len(values)), sizes)
+        return np.concatenate(list(rows))

@@ -20,12 +20,15 @@ reads only what is published (the consistent bins, through the kind's own releas
 """
 
 import math
-import os
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from binomial_bounds import clopper_pearson_lower, clopper_pearson_upper
+from binomial_bounds import (
+    batched_draws,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    worst_ratio_lower_bound,
+)
 
 from privacy_engine import ranges
 from privacy_engine.definitions import definition_from_dict
@@ -40,8 +43,6 @@ pytestmark = pytest.mark.statistical
 EPSILON = 1.0
 DRAWS = 24_000
 CONTROL_DRAWS = 10_000
-BATCH = 2_000
-WORKERS = min(4, os.cpu_count() or 1)
 FALSE_ALARM = 1e-6
 TREE = ranges.complete_tree(16, 4)
 FOREST = ranges.TreeShape(bins=16, branching=4, levels=3, rooted=False)
@@ -60,15 +61,8 @@ def context(definition: dict) -> PlanContext:
 
 
 def noisy_trees(mechanism, shape, counts: list[int], draws: int) -> np.ndarray:
-    """``draws`` noisy trees of the bins' counts, one per row (many trees per OpenDP call: its
-    noise is independent per element)."""
-    nodes = ranges.tree_nodes(counts, shape)
-    sizes = [min(BATCH, draws - start) for start in range(0, draws, BATCH)]
-    with ThreadPoolExecutor(WORKERS) as pool:
-        rows = pool.map(
-            lambda k: np.asarray(mechanism.release(nodes * k)).reshape(k, len(nodes)), sizes
-        )
-        return np.concatenate(list(rows))
+    """``draws`` noisy trees of the bins' counts, one per row."""
+    return batched_draws(mechanism.release, ranges.tree_nodes(counts, shape), draws)
 
 
 def node(shape, level: int, index: int) -> int:
@@ -98,16 +92,11 @@ def event_rate(trees: np.ndarray, above: dict[int, int], below: dict[int, int]) 
 
 def ratio_lower_bound(mechanism, shape, first, second, above, below, draws) -> float:
     """The larger lower confidence bound of P(event | first)/P(event | second), both ways."""
-    hits = [
+    hits = tuple(
         event_rate(noisy_trees(mechanism, shape, counts, draws), above, below)
         for counts in (first, second)
-    ]
-    miss = FALSE_ALARM / 4
-    worst = 0.0
-    for more, less in ((hits[0], hits[1]), (hits[1], hits[0])):
-        upper = clopper_pearson_upper(less, draws, miss)
-        worst = max(worst, clopper_pearson_lower(more, draws, miss) / upper)
-    return worst
+    )
+    return worst_ratio_lower_bound(hits, draws, FALSE_ALARM)
 
 
 PURE = {"kind": "pure_dp", "epsilon": EPSILON}
