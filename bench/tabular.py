@@ -198,7 +198,7 @@ def accuracy_table(releases: int, ranges_per_release: int) -> None:
     )
     print("per release); flat Laplace is the baseline (ratio 1)")
     print(
-        f"{'bins':>7} | {'method':<30} | {'MSE':>12} | {'× flat':>7} | {'exact':>7} |"
+        f"{'bins':>7} | {'method':<34} | {'MSE':>12} | {'× flat':>7} | {'exact':>7} |"
         f" {'s/release':>9} |"
         f" {'95% covered':>11} | {'h / q95':>7}"
     )
@@ -260,7 +260,7 @@ def accuracy_table(releases: int, ranges_per_release: int) -> None:
             )
             exact = f"{exact_ratio(bins):7.3f}" if key == "engine" else f"{'':>7}"
             print(
-                f"{bins:>7,} | {name:<30} | {mse:12.1f} | {mse / flat_mse:7.3f} | {exact} | "
+                f"{bins:>7,} | {name:<34} | {mse:12.1f} | {mse / flat_mse:7.3f} | {exact} | "
                 f"{statistics.median(seconds[key]):9.3f} | {coverage} | {ratio}"
             )
         engine_ratio = statistics.mean(squared["engine"]) / flat_mse
