@@ -1,6 +1,7 @@
 """Server-rendered pages: validate input, call one selector or service, render."""
 
 import itertools
+import json
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -76,6 +77,32 @@ def _range_chart(index: int, stat: dict) -> dict:
     }
 
 
+def _table_chart(index: int, stat: dict) -> dict:
+    """A 2-way table's cells as a heatmap (rows: the first column's buckets), totals left out:
+    the page's table lists them."""
+    rows: list[str] = []
+    columns: list[str] = []
+    cells: dict[tuple[str, str], float] = {}
+    for label in stat["cells"]:
+        row, column = json.loads(label)
+        if row is None or column is None:
+            continue
+        rows += [row] if row not in rows else []
+        columns += [column] if column not in columns else []
+        cells[row, column] = stat["value"][label]
+    first, second = stat["columns"]
+    return {
+        "id": f"chart-{index}",
+        "heatmap": True,
+        "title": plotly_text(f"{stat['title']} of {stat['label']}"),
+        "x_axis": plotly_text(second),
+        "y_axis": plotly_text(first),
+        "x": [plotly_text(c) for c in columns],
+        "y": [plotly_text(r) for r in rows],
+        "z": [[cells[r, c] for c in columns] for r in rows],
+    }
+
+
 def _chart_data(statistics: list[dict]) -> list[dict]:
     """Histogram bars with asymmetric 95% error bars, for the page's Plotly script. Every text
     from curator input (category and column names) is escaped by :func:`plotly_text`."""
@@ -83,6 +110,8 @@ def _chart_data(statistics: list[dict]) -> list[dict]:
     for index, stat in enumerate(statistics):
         if stat["kind"] == selectors.RANGE_KIND:
             charts.append(_range_chart(index, stat))
+        elif stat["kind"] == "marginal":
+            charts.append(_table_chart(index, stat))
         elif isinstance(stat["value"], dict):
             labels = list(stat["value"])
             values = [stat["value"][label] for label in labels]

@@ -39,10 +39,29 @@
     });
   }
 
+  // A 2-way table: one coloured cell per pair of buckets, its published count written in it.
+  function tableChart(target, chart) {
+    window.Plotly.newPlot(target, [{
+      type: "heatmap",
+      x: chart.x,
+      y: chart.y,
+      z: chart.z,
+      colorscale: "Blues",
+      reversescale: true,
+      texttemplate: "%{z:.1f}",
+      hovertemplate: "%{y} × %{x}: %{z:.1f}<extra></extra>"
+    }], {
+      margin: { t: 20, r: 10, b: 50, l: 80 },
+      xaxis: { type: "category", title: { text: chart.x_axis } },
+      yaxis: { type: "category", title: { text: chart.y_axis }, autorange: "reversed" }
+    }, { responsive: true, displaylogo: false });
+  }
+
   JSON.parse(source.textContent).forEach(function (chart) {
     var target = document.getElementById(chart.id);
     if (!target) { return; }
     if (chart.numeric) { rangeChart(target, chart); return; }
+    if (chart.heatmap) { tableChart(target, chart); return; }
     window.Plotly.newPlot(target, [{
       type: "bar",
       x: chart.labels,

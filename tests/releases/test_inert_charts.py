@@ -60,6 +60,8 @@ def hostile_draft(curator) -> Release:
             {"kind": "count"},
             {"kind": "histogram", "column": "group"},
             {"kind": "sum", "columns": [COLUMN, "age"]},
+            {"kind": "marginal", "columns": ["group", COLUMN], "bins": {COLUMN: [0, 5, 10]}},
+            {"kind": "range_histogram", "column": COLUMN, "bins": 10},
         ],
     )
     return draft
@@ -88,7 +90,7 @@ def test_chart_labels_from_curator_input_are_escaped_for_plotly(client, hostile_
     # then each label is the curator's text with &, < and > as entities, and no other change
     # (compared sorted: PostgreSQL's jsonb does not keep the order of a statistic's keys)
     assert response.status_code == 200
-    histogram, vector = chart_data(response.content.decode())
+    histogram, vector, table, ranged = chart_data(response.content.decode())
     assert sorted(histogram["labels"]) == sorted(
         [
             '&lt;a href="https://evil.example"&gt;x&lt;/a&gt;',
@@ -105,6 +107,13 @@ def test_chart_labels_from_curator_input_are_escaped_for_plotly(client, hostile_
         for text in [*chart["labels"], chart["title"], chart["axis"]]:
             assert "<" not in text
             assert ">" not in text
+    # the table's heatmap and the range histogram's bars: every text escaped the same way
+    assert sorted(table["y"]) == sorted(histogram["labels"])
+    assert table["x_axis"] == ranged["x_axis"] == "&lt;b&gt;visits&lt;/b&gt;"
+    assert table["title"] == "Table of group, &lt;b&gt;visits&lt;/b&gt;"
+    for text in [*table["x"], *table["y"], table["title"], table["y_axis"], ranged["title"]]:
+        assert "<" not in text
+        assert ">" not in text
 
 
 def test_chart_page_keeps_its_labels_in_a_json_script_and_no_inline_script(client, hostile_release):
