@@ -177,6 +177,9 @@ SCHEMA_MAX_CATEGORIES = env.int("SCHEMA_MAX_CATEGORIES", default=200)
 RELEASE_MAX_STATISTICS = env.int("RELEASE_MAX_STATISTICS", default=50)
 # Published cells (a count is 1, a histogram one per bar) per release: the public page's size.
 RELEASE_MAX_CELLS = env.int("RELEASE_MAX_CELLS", default=2000)
+# Noisy values a release draws (a range histogram one per tree node, about 7 µs each) and stores:
+# bounds a worker's time and a release's size whatever the bins asked for.
+RELEASE_MAX_NOISE_DRAWS = env.int("RELEASE_MAX_NOISE_DRAWS", default=300_000)
 DEFAULT_BUDGET_EPSILON = env.str("DEFAULT_BUDGET_EPSILON", default="1.0")
 DEFAULT_BUDGET_DELTA = env.str("DEFAULT_BUDGET_DELTA", default="0")
 

@@ -212,6 +212,11 @@ class QueryKind(ABC):
         """How many numbers the statistic publishes (bounds a public page's size)."""
         return 1
 
+    def noise_draws(self, query: Any, schema: Schema) -> int:
+        """How many noisy values the statistic draws (bounds a release's work and size); by
+        default one per published number."""
+        return self.published_cells(query, schema)
+
     def simulated(self, query: Any, schema: Schema, n: int) -> tuple[Any, Any] | None:
         """The answer on a table of n records spread evenly over the declared shape, never
         built (the declared size may be 10¹⁰): (as shown, as the mechanisms take it), or None

@@ -119,6 +119,9 @@ class RangeHistogramKind(QueryKind):
             return ranges.tree_l1_map(shape, histogram)
         return histogram * ranges.level_factor(shape.noisy_levels, "l2")
 
+    def noise_draws(self, query: RangeHistogram, schema: Schema) -> int:
+        return ranges.tree_shape(query.bins, "l1").nodes
+
     def published_cells(self, query: RangeHistogram, schema: Schema) -> int:
         # The page shows one chart and a range tool, not a row per bin (the files have them).
         return 1

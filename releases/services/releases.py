@@ -62,6 +62,20 @@ def _plan(dataset: Dataset, definition: Any, queries: Any):
         plan = plan_release(schema=dataset.schema, definition=definition, queries=queries)
     except EngineValidationError as error:
         raise ValidationFailed(error.errors) from None
+    draws = sum(
+        kind_of(statistic.query).noise_draws(statistic.query, plan.schema)
+        for statistic in plan.statistics
+    )
+    if draws > settings.RELEASE_MAX_NOISE_DRAWS:
+        raise ValidationFailed(
+            {
+                "queries": [
+                    f"these statistics draw {draws:,} noisy values; at most "
+                    f"{settings.RELEASE_MAX_NOISE_DRAWS:,} per release (use fewer bins, or "
+                    "split the release)"
+                ]
+            }
+        )
     cells = _published_cells(plan)
     if cells > settings.RELEASE_MAX_CELLS:
         raise ValidationFailed(

@@ -166,3 +166,20 @@ def test_the_wizard_keeps_a_range_histograms_bins(client, curator, dataset):
     page = client.get(f"/releases/{release.pk}/statistics/").content.decode()
 
     assert 'value="256"' in page
+
+
+def test_range_histograms_drawing_too_many_noisy_values_are_a_400(curator_client, dataset):
+    # five histograms of 65,536 bins: about 350,000 tree nodes to draw and store
+    queries = [{**RANGES, "bins": 65_536}] * 5
+
+    response = curator_client.post("/api/v1/releases/", draft(dataset.pk, *queries), format="json")
+
+    assert response.status_code == 400
+    (message,) = response.json()["errors"]["queries"]
+    assert "noisy values; at most 300,000 per release" in message
+    assert (
+        curator_client.post(
+            "/api/v1/releases/", draft(dataset.pk, *queries[:4]), format="json"
+        ).status_code
+        == 201
+    )
