@@ -13,6 +13,8 @@ from releases.models import AuditEvent, Dataset, LedgerEntry, Release
 
 # The statistic kind whose page shows a range tool instead of a row per bin.
 RANGE_KIND = "range_histogram"
+# The largest statistic position the database holds (a PositiveIntegerField).
+POSITION_MAX = 2**31 - 1
 # Headings of the statistics on a release page, where a kind's name would not read well.
 KIND_TITLES = {RANGE_KIND: "Histogram for any range", "marginal": "Table"}
 
@@ -214,6 +216,8 @@ def release_range_answer(
     0-based) for values from ``low`` to ``high``, widened to whole bins, with its 95% interval;
     ``None`` when that statistic is not a range histogram. Post-processing of published numbers
     only. Raises :class:`EngineValidationError` naming ``from`` or ``to``."""
+    if position > POSITION_MAX:  # beyond the column's range: no such statistic
+        return None
     answer = release.answers.filter(position=position).first()
     if answer is None or answer.statistic.get("kind") != RANGE_KIND:
         return None

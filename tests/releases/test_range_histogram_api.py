@@ -105,7 +105,7 @@ def test_a_bad_range_is_a_400_naming_the_field(anonymous_client, published, quer
     assert field in response.json()["errors"], response.json()
 
 
-@pytest.mark.parametrize("position", [0, 2, 9999])
+@pytest.mark.parametrize("position", [0, 2, 9999, 2**31, 10**20])
 def test_a_statistic_that_is_not_a_range_histogram_is_a_404(anonymous_client, published, position):
     base = f"/api/v1/catalog/{published.series.slug}/versions/1/statistics/{position}/range/"
 
