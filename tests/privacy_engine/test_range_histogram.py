@@ -113,19 +113,29 @@ def test_the_weights_are_a_ranges_exact_error(first, last):
     assert float(weights @ weights) == pytest.approx(r @ np.linalg.solve(h.T @ h, r), rel=1e-9)
 
 
-def test_the_mean_range_variance_is_the_mean_of_the_ranges_variances():
-    shape = ranges.complete_tree(50, 3)
-    first, last = ranges._plastic_ranges(50, ranges.SHAPE_RANGES)
-
-    brute = np.mean(
-        [
-            float(w @ w)
-            for a, b in zip(first, last, strict=True)
-            for w in [ranges.range_weights(shape, int(a), int(b))]
-        ]
+def mean_of_range_variances(shape: ranges.TreeShape) -> float:
+    """‖w‖² of every range mean_range_variance averages over, one by one."""
+    first, last = ranges._plastic_ranges(shape.bins, ranges.SHAPE_RANGES)
+    return float(
+        np.mean(
+            [
+                float(w @ w)
+                for a, b in zip(first, last, strict=True)
+                for w in [ranges.range_weights(shape, int(a), int(b))]
+            ]
+        )
     )
 
-    assert ranges.mean_range_variance(shape) == pytest.approx(brute, rel=1e-9)
+
+@pytest.mark.parametrize(
+    "shape",
+    [ranges.complete_tree(50, 3), ranges.TreeShape(bins=60, branching=4, levels=4, rooted=False)],
+    ids=["tree", "forest"],
+)
+def test_the_mean_range_variance_is_the_mean_of_the_ranges_variances(shape):
+    assert ranges.mean_range_variance(shape) == pytest.approx(
+        mean_of_range_variances(shape), rel=1e-9
+    )
 
 
 def test_few_bins_are_flat_and_many_bins_are_a_tree_that_beats_flat_bins_on_ranges():
@@ -372,12 +382,3 @@ def test_a_forests_weights_are_a_ranges_exact_error(first, last):
 
     error = estimate[first : last + 1].sum() - x[first : last + 1].sum()
     assert error == pytest.approx(float(weights @ noise), abs=1e-9)
-    starts, ends = ranges._plastic_ranges(60, ranges.SHAPE_RANGES)
-    brute = np.mean(
-        [
-            float(w @ w)
-            for a, b in zip(starts, ends, strict=True)
-            for w in [ranges.range_weights(FOREST, int(a), int(b))]
-        ]
-    )
-    assert ranges.mean_range_variance(FOREST) == pytest.approx(brute, rel=1e-9)
