@@ -15,8 +15,11 @@ with the sensitivity the kind computes (L noisy levels). Neighbouring tables dif
   the tree (the kind counts its root too), e^ε for the forest (sharp).
 
 A Clopper–Pearson lower bound on the ratio, both ways, must not exceed e^ε; the negative controls
-(noise calibrated to one level's sensitivity instead of the tree's) must be caught. A last audit
-reads only what is published (the consistent bins, through the kind's own release).
+(noise calibrated to one level's sensitivity instead of the tree's) must be caught. Under
+(ε, δ)-DP the discrete Gaussian on a forest of four noisy levels (L2 sensitivity √4 = 2) is
+audited on the sum of the changed nodes, (P(E | one) − δ)/P(E | other) ≤ e^ε, its control
+calibrated to one level. A last audit reads only what is published (the consistent bins,
+through the kind's own release).
 """
 
 import math
@@ -181,3 +184,59 @@ def test_the_published_bins_keep_epsilon_through_the_kinds_release():
     ratio = clopper_pearson_lower(more, draws, miss) / clopper_pearson_upper(less, draws, miss)
     assert ratio <= math.exp(EPSILON)
     assert more > less  # the event does see the record
+
+
+# --- (ε, δ)-DP: the discrete Gaussian on the forest's nodes, L2 sensitivity √L ---------------
+
+APPROX = {"kind": "approx_dp", "epsilon": EPSILON, "delta": 1e-3}
+# Four noisy levels (a forest of 4-ary trees over 256 bins): one level's sensitivity is half the
+# forest's in L2, so the control is twice too little noise.
+DEEP_FOREST = ranges.TreeShape(bins=256, branching=4, levels=5, rooted=False)
+DEEP_D2 = D2 * 16
+GAUSSIAN_DRAWS = 100_000
+# S = the changed nodes' outputs minus their counts on D2 (the shift's own direction: the most
+# revealing statistic), shifted by 4 on D1; events S ≥ t for D1 and S ≤ 4 − t for D2.
+GAUSSIAN_THRESHOLDS = (12, 16)
+
+
+def gaussian_audit(sensitivity: float) -> float:
+    """The largest lower bound of (P(E | favoured) − δ) / P(E | other) over the events. Only the
+    nodes a record in bin 0 changes are drawn: every node's noise is independent, so the others
+    do not change these events."""
+    mechanism = integer_mechanism(sensitivity, EPSILON, 1e-3, context(APPROX))
+    base = np.array(ranges.tree_nodes(DEEP_D2, DEEP_FOREST))
+    shifted = np.array(ranges.tree_nodes(with_record(DEEP_D2, 0), DEEP_FOREST))
+    changed = np.flatnonzero(shifted != base)
+    assert len(changed) == DEEP_FOREST.noisy_levels == 4
+    sums = [
+        batched_draws(mechanism.release, [int(v) for v in counts[changed]], GAUSSIAN_DRAWS).sum(
+            axis=1
+        )
+        - base[changed].sum()
+        for counts in (shifted, base)
+    ]
+    miss = FALSE_ALARM / (4 * len(GAUSSIAN_THRESHOLDS))
+    worst = 0.0
+    for t in GAUSSIAN_THRESHOLDS:
+        for favoured, other in (
+            (sums[0] >= t, sums[1] >= t),
+            (sums[1] <= 4 - t, sums[0] <= 4 - t),
+        ):
+            lower = clopper_pearson_lower(int(favoured.sum()), GAUSSIAN_DRAWS, miss)
+            upper = clopper_pearson_upper(int(other.sum()), GAUSSIAN_DRAWS, miss)
+            worst = max(worst, (lower - 1e-3) / upper)
+    return worst
+
+
+def test_the_forest_keeps_epsilon_and_delta_with_the_discrete_gaussian():
+    assert ranges.level_factor(DEEP_FOREST.noisy_levels, "l2") == 2
+    query = RangeHistogram(column="x", bins=4096)
+    shape = ranges.tree_shape(4096, "l2")
+    assert RangeHistogramKind().sensitivity(query, context(APPROX)) == pytest.approx(
+        math.sqrt(shape.noisy_levels)
+    )
+    assert gaussian_audit(2.0) <= math.exp(EPSILON)
+
+
+def test_the_gaussian_audit_catches_noise_calibrated_to_one_level():
+    assert gaussian_audit(1) > math.exp(EPSILON)
