@@ -324,17 +324,22 @@ def _geometric_log_mgf(s: np.ndarray, scale: float) -> np.ndarray:
 
 
 def error_halfwidth(weights: np.ndarray, noise: str, scale: float, coverage: float = 0.95) -> float:
-    """h with P(|Σ wᵢ·eᵢ| > h) ≤ 1 − coverage for independent node noises eᵢ: Chernoff's bound
-    P(S ≥ h) ≤ e^{−th}·Π E[e^{t·wᵢ·eᵢ}], on both sides, minimised over t.
+    """h with P(|Σ wᵢ·eᵢ| > h) ≤ 1 − coverage for independent node noises eᵢ.
 
-    Sub-Gaussian noise (discrete Gaussian, E[e^{te}] ≤ e^{t²σ²/2}) gives h = σ‖w‖√(2 ln(2/(1 −
-    coverage))). For discrete Laplace noise, h(t) = (Σ ln M(t·wᵢ) + ln(2/(1 − coverage)))/t is
-    minimised over 0 < t < 1/(b·max|wᵢ|) by golden sections (h is unimodal in t)."""
-    log_miss = math.log(2.0 / (1.0 - coverage))
+    Nodes share few distinct weights (the tree's symmetry). The sum of the noises of each group
+    is an integer whose distribution is computed exactly (a power of the noise's discrete Fourier
+    transform); the groups' weighted sums are added on a grid of step Δ (each rounded to the
+    grid, which moves the total by at most Δ/2 per group, added to h), and the mass the windows
+    leave out (bounded by Chernoff) is taken from the 1 − coverage allowed. The result is a
+    bound, tight to a few grid steps (measured: 95.2% coverage; the exact quantile of a sum of
+    equal weights to 0.02). Chernoff's bound (:func:`chernoff_halfwidth`) is used where it is
+    smaller, or where the grid would be too large."""
     weights = np.abs(np.asarray(weights, dtype=float))
     weights = weights[weights > 0.0]
     if len(weights) == 0:
         return 0.0
+    if noise not in ("geometric", "gaussian"):
+        raise ValueError(f"unknown noise {noise!r}")
     if len(weights) == 1:
         # One node's noise, scaled (a bin of flat bins): its exact quantile.
         exact = (
@@ -343,13 +348,90 @@ def error_halfwidth(weights: np.ndarray, noise: str, scale: float, coverage: flo
             else accuracy.gaussian_halfwidth(scale, coverage, integer=True)
         )
         return float(weights[0]) * exact
-    if noise == "gaussian":
-        return scale * math.sqrt(float(np.dot(weights, weights)) * 2.0 * log_miss)
-    if noise != "geometric":
-        raise ValueError(f"unknown noise {noise!r}")
-    # Many nodes share a weight (the tree's symmetry): sum each distinct weight once.
-    # Rounded up: a symmetric noise's generating function grows with |w|, so the bound holds.
+    # Rounded up: a symmetric unimodal noise's |w·e| only grows with |w|, so the bound holds.
     distinct, repeats = np.unique(np.ceil(weights * 1e12) / 1e12, return_counts=True)
+    chernoff = chernoff_halfwidth(distinct, repeats, noise, scale, coverage)
+    grid = _grid_halfwidth(distinct, repeats, noise, scale, coverage)
+    # Both are bounds; the grid's is tighter but for its slack of half a step per group.
+    return chernoff if grid is None else min(grid, chernoff)
+
+
+# The grid: this many steps per standard deviation of the sum, at most MAX_GRID points; each
+# group's window leaves out at most WINDOW_TAIL of its mass.
+GRID_STEPS_PER_SD = 256
+MAX_GRID = 1 << 21
+WINDOW_TAIL = 1e-10
+
+
+def _node_pmf(noise: str, scale: float, bound: int) -> np.ndarray:
+    """One node's noise distribution on −bound..bound (normalised over all integers)."""
+    k = np.arange(-bound, bound + 1, dtype=float)
+    if noise == "geometric":
+        alpha = math.exp(-1.0 / scale)
+        return (1.0 - alpha) / (1.0 + alpha) * np.exp(-np.abs(k) / scale)
+    _, total = accuracy._discrete_gaussian_weights(scale)
+    return np.exp(-(k * k) / (2.0 * scale * scale)) / total
+
+
+def _grid_halfwidth(
+    distinct: np.ndarray, repeats: np.ndarray, noise: str, scale: float, coverage: float
+) -> float | None:
+    variance = node_variance(noise, scale)
+    sd = math.sqrt(variance * float(np.dot(repeats, distinct * distinct)))
+    step = sd / GRID_STEPS_PER_SD
+    lost = 0.0
+    group_pmfs = []
+    for weight, count in zip(distinct, repeats, strict=True):
+        count = int(count)
+        # The group's window: all but WINDOW_TAIL of its sum's mass (Chernoff on the group).
+        bound = math.ceil(
+            chernoff_halfwidth(np.ones(1), np.array([count]), noise, scale, 1.0 - WINDOW_TAIL)
+        )
+        if (2 * bound + 1) * max(1.0, weight / step) > MAX_GRID:
+            return None
+        lost += 2.0 * WINDOW_TAIL  # beyond the group's window, and one node's beyond it
+        size = 1 << math.ceil(math.log2(2 * bound + 1))
+        node = np.zeros(size)
+        pmf = _node_pmf(noise, scale, bound)
+        # Circular layout: index k mod size (the window holds the sum, so nothing wraps onto it
+        # but mass beyond the window, counted in ``lost``).
+        node[np.arange(-bound, bound + 1) % size] = pmf
+        summed = np.fft.irfft(np.fft.rfft(node) ** count, n=size)
+        values = np.arange(-bound, bound + 1)
+        probabilities = np.clip(summed[values % size], 0.0, None)
+        cells = np.rint(weight * values / step).astype(np.int64)
+        offset = int(cells.min())
+        group_pmfs.append((offset, np.bincount(cells - offset, weights=probabilities)))
+    length = sum(len(p) for _, p in group_pmfs)
+    if length > MAX_GRID:
+        return None
+    size = 1 << math.ceil(math.log2(length))
+    spectrum = np.ones(size // 2 + 1, dtype=complex)
+    for _, pmf in group_pmfs:
+        spectrum *= np.fft.rfft(pmf, n=size)
+    total = np.clip(np.fft.irfft(spectrum, n=size)[:length], 0.0, None)
+    start = sum(offset for offset, _ in group_pmfs)
+    magnitudes = np.abs(np.arange(start, start + length))
+    # at_least[j] = P(|S'| ≥ j steps); the answer is the least m with P(|S'| > m) ≤ allowed.
+    at_least = np.cumsum(np.bincount(magnitudes, weights=total)[::-1])[::-1]
+    beyond = np.append(at_least[1:], 0.0)  # beyond[m] = P(|S'| > m)
+    allowed = (1.0 - coverage) - 2.0 * lost
+    m = int(np.argmax(beyond <= allowed))
+    return (m + len(group_pmfs) / 2.0) * step
+
+
+def chernoff_halfwidth(
+    distinct: np.ndarray, repeats: np.ndarray, noise: str, scale: float, coverage: float
+) -> float:
+    """h with P(|Σ wᵢ·eᵢ| > h) ≤ 1 − coverage (each distinct weight ``repeats`` times), by
+    Chernoff's bound P(S ≥ h) ≤ e^{−th}·Π E[e^{t·wᵢ·eᵢ}] on both sides, minimised over t.
+
+    Sub-Gaussian noise (discrete Gaussian, E[e^{te}] ≤ e^{t²σ²/2}) gives h = σ‖w‖√(2 ln(2/(1 −
+    coverage))). For discrete Laplace noise, h(t) = (Σ ln M(t·wᵢ) + ln(2/(1 − coverage)))/t is
+    minimised over 0 < t < 1/(b·max|wᵢ|) by golden sections (h is unimodal in t)."""
+    log_miss = math.log(2.0 / (1.0 - coverage))
+    if noise == "gaussian":
+        return scale * math.sqrt(float(np.dot(repeats, distinct * distinct)) * 2.0 * log_miss)
     t_max = 1.0 / (scale * float(distinct.max()))
 
     def bound(t: float) -> float:

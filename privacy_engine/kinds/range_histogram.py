@@ -192,7 +192,7 @@ class RangeHistogramKind(QueryKind):
             )
         rule = (
             f"{column.rule()}; {structure}; a range's answer is the sum of its bins, clamped at "
-            "0, with an interval covering at least 95% from the estimator's exact weights"
+            "0, with an interval covering at least 95% from the exact distribution of its error"
         )
         return StatisticResult(
             value=dict(zip(labels, leaves, strict=True)),

@@ -10,6 +10,7 @@ import numpy as np
 import opendp.prelude as dp
 import pandas as pd
 import pytest
+from binomial_bounds import clopper_pearson_lower, clopper_pearson_upper
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -234,23 +235,51 @@ def test_a_bins_interval_is_the_noises_exact_quantile_for_flat_bins():
     assert ranges.error_halfwidth(np.array([1.0]), "geometric", 3.0) == geometric_halfwidth(3.0)
 
 
-def test_the_chernoff_bound_covers_and_is_not_absurdly_wide():
-    # a range's error from OpenDP's own noise, drawn 400 times
+def range_errors(draws: int) -> tuple[np.ndarray, np.ndarray]:
+    """A tree range's weights, and |error| of its answer over ``draws`` draws of OpenDP's noise."""
     shape = ranges.complete_tree(256, 4)
     weights = ranges.range_weights(shape, 13, 200)
     noise = dp.m.make_laplace(
         dp.vector_domain(dp.atom_domain(T=dp.i64)), dp.l1_distance(T=dp.i64), scale=4.0
     )
-    errors = np.abs([weights @ np.array(noise([0] * shape.nodes)) for _ in range(400)])
+    nodes = np.asarray(noise([0] * (shape.nodes * draws))).reshape(draws, shape.nodes)
+    return weights, np.abs(nodes @ weights)
 
+
+@pytest.mark.statistical
+def test_a_ranges_interval_covers_95_percent_and_no_more():
+    weights, errors = range_errors(3000)
     halfwidth = ranges.error_halfwidth(weights, "geometric", 4.0)
+    missed = int((errors > halfwidth).sum())
 
-    # then at most a few errors exceed it, and it is within 2× of the observed 95% quantile
-    assert np.mean(errors > halfwidth) <= 0.03
-    assert halfwidth <= 2.0 * np.quantile(errors, 0.95)
-    # the sub-Gaussian bound for the discrete Gaussian: σ‖w‖√(2 ln 40)
-    assert ranges.error_halfwidth(weights, "gaussian", 2.0) == pytest.approx(
-        2.0 * math.sqrt(weights @ weights * 2 * math.log(40))
+    # then the misses are not above 5% beyond chance, and not far below it either (tight)
+    assert clopper_pearson_lower(missed, len(errors), 1e-6) <= 0.05
+    assert clopper_pearson_upper(missed, len(errors), 1e-6) >= 0.05
+    # negative control: 0.8 of the half-width misses far more than 5%
+    assert clopper_pearson_lower(int((errors > 0.8 * halfwidth).sum()), len(errors), 1e-6) > 0.05
+
+
+def test_the_grid_gives_the_exact_quantile_of_a_sum_of_equal_noises():
+    # the sum of 7 geometric noises of scale 3, convolved directly: its 95% quantile is 22
+    alpha = math.exp(-1 / 3)
+    k = np.arange(-400, 401)
+    pmf = (1 - alpha) / (1 + alpha) * alpha ** np.abs(k)
+    total = pmf
+    for _ in range(6):
+        total = np.convolve(total, pmf)
+    support = np.arange(len(total)) - len(total) // 2
+    exact = next(h for h in range(200) if total[np.abs(support) <= h].sum() >= 0.95)
+
+    halfwidth = ranges.error_halfwidth(np.ones(7), "geometric", 3.0)
+
+    assert exact == 22
+    assert exact <= halfwidth <= exact + 0.1
+    chernoff = ranges.chernoff_halfwidth(np.ones(1), np.array([7]), "geometric", 3.0, 0.95)
+    assert chernoff > halfwidth
+    # the sub-Gaussian bound for the discrete Gaussian: σ‖w‖√(2 ln 40) at most
+    weights, _ = range_errors(1)
+    assert ranges.error_halfwidth(weights, "gaussian", 2.0) <= 2.0 * math.sqrt(
+        weights @ weights * 2 * math.log(40)
     )
 
 
