@@ -333,7 +333,8 @@ def error_halfwidth(weights: np.ndarray, noise: str, scale: float, coverage: flo
     leave out (bounded by Chernoff) is taken from the 1 − coverage allowed. The result is a
     bound, tight to a few grid steps (measured: 95.2% coverage; the exact quantile of a sum of
     equal weights to 0.02). Chernoff's bound (:func:`chernoff_halfwidth`) is used where it is
-    smaller, or where the grid would be too large."""
+    smaller, or where the grid's work would pass GRID_WORK (a wide noise, i.e. a small ε: the
+    range API is public, so no request may cost more than about 0.1 s)."""
     weights = np.abs(np.asarray(weights, dtype=float))
     weights = weights[weights > 0.0]
     if len(weights) == 0:
@@ -360,6 +361,8 @@ def error_halfwidth(weights: np.ndarray, noise: str, scale: float, coverage: flo
 # group's window leaves out at most WINDOW_TAIL of its mass.
 GRID_STEPS_PER_SD = 256
 MAX_GRID = 1 << 21
+# Points transformed in all, beyond which Chernoff's bound is used (at most about 0.1 s).
+GRID_WORK = 1 << 21
 WINDOW_TAIL = 1e-10
 
 
@@ -379,16 +382,25 @@ def _grid_halfwidth(
     variance = node_variance(noise, scale)
     sd = math.sqrt(variance * float(np.dot(repeats, distinct * distinct)))
     step = sd / GRID_STEPS_PER_SD
+    # Each group's window: all but WINDOW_TAIL of its sum's mass (Chernoff on the group).
+    bounds = [
+        math.ceil(
+            chernoff_halfwidth(np.ones(1), np.array([int(count)]), noise, scale, 1.0 - WINDOW_TAIL)
+        )
+        for count in repeats
+    ]
+    # The work ahead, bounded whatever a client asks (the range API is public): every group's
+    # transform, then one transform of the whole grid per group.
+    grid = sum(
+        2.0 * weight * bound / step + 1.0 for weight, bound in zip(distinct, bounds, strict=True)
+    )
+    transforms = sum(1 << math.ceil(math.log2(2 * bound + 1)) for bound in bounds)
+    if transforms + len(bounds) * (1 << math.ceil(math.log2(grid))) > GRID_WORK:
+        return None
     lost = 0.0
     group_pmfs = []
-    for weight, count in zip(distinct, repeats, strict=True):
+    for weight, count, bound in zip(distinct, repeats, bounds, strict=True):
         count = int(count)
-        # The group's window: all but WINDOW_TAIL of its sum's mass (Chernoff on the group).
-        bound = math.ceil(
-            chernoff_halfwidth(np.ones(1), np.array([count]), noise, scale, 1.0 - WINDOW_TAIL)
-        )
-        if (2 * bound + 1) * max(1.0, weight / step) > MAX_GRID:
-            return None
         lost += 2.0 * WINDOW_TAIL  # beyond the group's window, and one node's beyond it
         size = 1 << math.ceil(math.log2(2 * bound + 1))
         node = np.zeros(size)

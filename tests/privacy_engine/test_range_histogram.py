@@ -411,3 +411,18 @@ def test_a_forests_weights_are_a_ranges_exact_error(first, last):
 
     error = estimate[first : last + 1].sum() - x[first : last + 1].sum()
     assert error == pytest.approx(float(weights @ noise), abs=1e-9)
+
+
+def test_a_wide_noise_falls_back_to_chernoff_within_the_work_bound():
+    # a small ε on 65,536 bins: the exact grid would transform millions of points per request
+    shape = ranges.tree_shape(65_536, "l1")
+    weights = ranges.range_weights(shape, 0, 0)
+    magnitudes = np.abs(weights[weights != 0])
+    distinct, repeats = np.unique(np.ceil(magnitudes * 1e12) / 1e12, return_counts=True)
+
+    assert ranges._grid_halfwidth(distinct, repeats, "geometric", 1700.0, 0.95) is None
+    assert ranges.error_halfwidth(weights, "geometric", 1700.0) == ranges.chernoff_halfwidth(
+        distinct, repeats, "geometric", 1700.0, 0.95
+    )
+    # at ε = 1 the grid is used, and is tighter
+    assert ranges._grid_halfwidth(distinct, repeats, "geometric", 3.0, 0.95) is not None
