@@ -60,6 +60,23 @@ class NoisyTable:
         return ranges.node_variance(self.noise, self.scale)
 
 
+def drops_records(column: Any) -> bool:
+    """Whether a column's declared rules can leave a record out (a missing value without a fill;
+    a categorical value outside the list without an other bucket). Tables whose columns can do
+    that count fewer records than a histogram of one of them, so their totals are not the same
+    quantity and are not made to agree (the rules are public; whether they dropped anything is
+    not, so it is never looked at)."""
+    if getattr(column, "fill", None) is None:
+        return True
+    return getattr(column, "kind", "") == "categorical" and column.other is None
+
+
+def variable_key(name: str, buckets: tuple[str, ...], universe: tuple[str, ...]) -> Hashable:
+    """What makes two statistics' totals over a column the same quantity: the column, its
+    buckets, and the columns of the statistic that can drop records (the records counted)."""
+    return (name, buckets, universe)
+
+
 def _projection(table: NoisyTable, axis: int) -> tuple[np.ndarray, float]:
     """The table's noisy sums per bucket of axis ``axis``, and the variance of each."""
     if table.cells.ndim == 1:

@@ -13,7 +13,12 @@ from typing import Any
 import numpy as np
 
 from privacy_engine.aggregates import Aggregate, BinCounts, CategoryCounts
-from privacy_engine.consistency import NoisyTable, widened_interval
+from privacy_engine.consistency import (
+    NoisyTable,
+    drops_records,
+    variable_key,
+    widened_interval,
+)
 from privacy_engine.errors import EngineValidationError
 from privacy_engine.kinds.base import (
     PlanContext,
@@ -188,7 +193,13 @@ class HistogramKind(QueryKind):
             rule=column.rule(),
             # A table of the same column in the release makes this histogram consistent with it.
             noisy_table=NoisyTable(
-                variables=((query.column, tuple(labels)),),
+                variables=(
+                    variable_key(
+                        query.column,
+                        tuple(labels),
+                        (query.column,) if drops_records(column) else (),
+                    ),
+                ),
                 cells=noisy,
                 noise=mechanism.name,
                 scale=mechanism.scale,

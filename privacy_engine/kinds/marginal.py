@@ -34,8 +34,10 @@ import numpy as np
 from privacy_engine.aggregates import Aggregate, BinCounts, CategoryCounts, PairCounts
 from privacy_engine.consistency import (
     NoisyTable,
+    drops_records,
     make_consistent,
     sum_halfwidth,
+    variable_key,
     widened_interval,
 )
 from privacy_engine.errors import EngineValidationError
@@ -80,8 +82,8 @@ class Side:
     counts: CategoryCounts | BinCounts
     # The declared categories, which a simulated table fills evenly (all bins for a numeric side).
     filled: tuple[str, ...]
-    # The column and its buckets: tables with the same variable are made consistent.
-    variable: tuple[str, tuple[str, ...]]
+    # Whether the column's rules can leave a record out of the table.
+    drops: bool
 
 
 def cell_label(row: str | None, column: str | None) -> str:
@@ -102,7 +104,7 @@ def side_of(query: Marginal, index: int, schema: Schema) -> Side:
             column=name, categories=tuple(column.categories), other=column.other, fill=column.fill
         )
         return Side(
-            column.buckets, column.rule(), counts, tuple(column.categories), (name, column.buckets)
+            column.buckets, column.rule(), counts, tuple(column.categories), drops_records(column)
         )
     if isinstance(column, NumericColumn):
         if edges is None:
@@ -112,7 +114,7 @@ def side_of(query: Marginal, index: int, schema: Schema) -> Side:
         check_edges(edges, column, "bins")
         labels = bin_labels(edges)
         counts = BinCounts(**cleaned_numbers(name, schema), edges=edges)
-        return Side(labels, column.rule(), counts, labels, (name, labels))
+        return Side(labels, column.rule(), counts, labels, drops_records(column))
     raise EngineValidationError.single(
         "columns", f"'{_shown(name)}' is neither a categorical nor a numeric column"
     )
@@ -222,9 +224,15 @@ class MarginalKind(QueryKind):
         first, second = _sides(query, schema)
         (mechanism,) = planned.mechanisms
         shape = (len(first.buckets), len(second.buckets))
+        universe = tuple(
+            name for name, side in zip(query.columns, (first, second), strict=True) if side.drops
+        )
         noisy = np.asarray(mechanism.release(exact), dtype=np.int64).reshape(shape)
         table = NoisyTable(
-            variables=(first.variable, second.variable),
+            variables=tuple(
+                variable_key(name, side.buckets, universe)
+                for name, side in zip(query.columns, (first, second), strict=True)
+            ),
             cells=noisy,
             noise=mechanism.name,
             scale=mechanism.scale,
