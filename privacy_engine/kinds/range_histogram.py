@@ -120,7 +120,8 @@ class RangeHistogramKind(QueryKind):
         return histogram * ranges.level_factor(shape.noisy_levels, "l2")
 
     def noise_draws(self, query: RangeHistogram, schema: Schema) -> int:
-        return ranges.tree_shape(query.bins, "l1").nodes
+        # The most of either norm's shape (the Gaussian's is often a deeper, binary tree).
+        return max(ranges.tree_shape(query.bins, norm).nodes for norm in ("l1", "l2"))
 
     def published_cells(self, query: RangeHistogram, schema: Schema) -> int:
         # The page shows one chart and a range tool, not a row per bin (the files have them).

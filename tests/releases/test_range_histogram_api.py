@@ -169,17 +169,31 @@ def test_the_wizard_keeps_a_range_histograms_bins(client, curator, dataset):
 
 
 def test_range_histograms_drawing_too_many_noisy_values_are_a_400(curator_client, dataset):
-    # five histograms of 65,536 bins: about 350,000 tree nodes to draw and store
-    queries = [{**RANGES, "bins": 65_536}] * 5
+    # three histograms of 65,536 bins: up to 131,070 tree nodes each to draw and store
+    queries = [{**RANGES, "bins": 65_536}] * 3
 
     response = curator_client.post("/api/v1/releases/", draft(dataset.pk, *queries), format="json")
 
     assert response.status_code == 400
     (message,) = response.json()["errors"]["queries"]
-    assert "noisy values; at most 300,000 per release" in message
+    assert "393,210 noisy values; at most 300,000 per release" in message
     assert (
         curator_client.post(
-            "/api/v1/releases/", draft(dataset.pk, *queries[:4]), format="json"
+            "/api/v1/releases/", draft(dataset.pk, *queries[:2]), format="json"
         ).status_code
         == 201
     )
+
+
+def test_the_noise_draw_bound_counts_the_gaussians_tree(curator_client, dataset):
+    # under (ε, δ)-DP 65,536 bins take a binary forest of 131,070 nodes: three exceed 300,000
+    queries = [{**RANGES, "bins": 65_536}] * 3
+    body = {
+        **draft(dataset.pk, *queries),
+        "definition": {"kind": "approx_dp", "epsilon": 0.5, "delta": 1e-6},
+    }
+
+    response = curator_client.post("/api/v1/releases/", body, format="json")
+
+    assert response.status_code == 400
+    assert "393,210 noisy values" in response.json()["errors"]["queries"][0]
