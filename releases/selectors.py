@@ -1,5 +1,6 @@
 """Reads: querysets scoped to who is asking, and derived figures such as budgets."""
 
+import functools
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -9,7 +10,7 @@ from django.urls import reverse
 
 from accounts.roles import Role, user_has_role
 from privacy_engine import range_answer
-from releases.models import AuditEvent, Dataset, LedgerEntry, Release
+from releases.models import AuditEvent, Dataset, LedgerEntry, NoisyAnswer, Release
 
 # The statistic kind whose page shows a range tool instead of a row per bin.
 RANGE_KIND = "range_histogram"
@@ -218,7 +219,18 @@ def release_range_answer(
     only. Raises :class:`EngineValidationError` naming ``from`` or ``to``."""
     if position > POSITION_MAX:  # beyond the column's range: no such statistic
         return None
-    answer = release.answers.filter(position=position).first()
-    if answer is None or answer.statistic.get("kind") != RANGE_KIND:
+    statistic = _published_statistic(release.series.slug, release.version, position)
+    if statistic is None or statistic.get("kind") != RANGE_KIND:
         return None
-    return range_answer(answer.statistic, low, high)
+    return range_answer(statistic, low, high)
+
+
+@functools.lru_cache(maxsize=4)
+def _published_statistic(slug: str, version: int, position: int) -> dict | None:
+    """A published version's stored statistic, decoded once per process: a range histogram's
+    is up to megabytes of JSON, and a published version never changes (the caller checked that
+    it is published; the slug's random part keeps the key unique)."""
+    answer = NoisyAnswer.objects.filter(
+        release__series__slug=slug, release__version=version, position=position
+    ).first()
+    return None if answer is None else answer.statistic

@@ -18,15 +18,20 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
+
+import numpy as np
 
 from privacy_engine import ranges
 from privacy_engine.aggregates import Aggregate, BinCounts
 from privacy_engine.definitions import ApproxDP
 from privacy_engine.errors import EngineValidationError
+from privacy_engine.exact_sums import sqrt_up
 from privacy_engine.kinds.base import (
     PlanContext,
     PlannedStatistic,
@@ -76,11 +81,18 @@ def _shape(query: RangeHistogram, context: PlanContext) -> ranges.TreeShape:
 
 
 @functools.lru_cache(maxsize=1024)
-def _bin_accuracy(shape: ranges.TreeShape, noise: str, scale: float) -> tuple[float, float]:
+def _bin_accuracy(
+    shape: ranges.TreeShape, noise: str, scale: float, estimate: bool = False
+) -> tuple[float, float]:
     """(root mean square error, 95% half-width) of one bin's published value. Memoized (pure):
-    the statistics of a preview and its accuracy chart share few scales."""
+    the statistics of a preview share few scales. The accuracy chart (``estimate``) reads only
+    the RMS error, so it takes Chernoff's cheaper (wider) half-width over the exact one."""
     weights = ranges.range_weights(shape, 0, 0)
-    return ranges.error_rms(weights, noise, scale), ranges.error_halfwidth(weights, noise, scale)
+    rms = ranges.error_rms(weights, noise, scale)
+    if estimate:
+        distinct, repeats = np.unique(np.abs(weights[weights != 0]), return_counts=True)
+        return rms, ranges.chernoff_halfwidth(distinct, repeats, noise, scale, 0.95)
+    return rms, ranges.error_halfwidth(weights, noise, scale)
 
 
 class RangeHistogramKind(QueryKind):
@@ -105,6 +117,14 @@ class RangeHistogramKind(QueryKind):
             raise EngineValidationError.single(
                 "column", "bins need a column whose upper bound is above its lower bound"
             )
+        edges = bin_edges(column, query.bins)
+        if (
+            any(b <= a for a, b in itertools.pairwise(edges))
+            or len(set(bin_labels(edges))) != len(edges) - 1
+        ):
+            raise EngineValidationError.single(
+                "bins", "too many bins for the column's range: bin edges would coincide"
+            )
 
     def to_dict(self, query: RangeHistogram) -> dict[str, Any]:
         return {"column": query.column, "bins": query.bins}
@@ -117,7 +137,8 @@ class RangeHistogramKind(QueryKind):
         shape = _shape(query, context)
         if context.norm == "l1":
             return ranges.tree_l1_map(shape, histogram)
-        return histogram * ranges.level_factor(shape.noisy_levels, "l2")
+        # √(c²·L) rounded up, never down: the noise is calibrated to at least the true value.
+        return sqrt_up(Fraction(histogram * histogram * shape.noisy_levels))
 
     def noise_draws(self, query: RangeHistogram, schema: Schema) -> int:
         # The most of either norm's shape (the Gaussian's is often a deeper, binary tree).
@@ -145,7 +166,7 @@ class RangeHistogramKind(QueryKind):
         shape = _shape(query, context)
         sensitivity = self.sensitivity(query, context)
         mechanism = integer_mechanism(sensitivity, epsilon, delta, context)
-        rms, halfwidth = _bin_accuracy(shape, _noise(context), mechanism.scale)
+        rms, halfwidth = _bin_accuracy(shape, _noise(context), mechanism.scale, context.estimate)
         return PlannedStatistic(
             query=query,
             epsilon=epsilon,

@@ -33,8 +33,8 @@
     if (!form) { return; }
     target.on("plotly_selected", function (event) {
       if (!event || !event.range || !event.range.x) { return; }
-      form.querySelector("input[name=from]").value = event.range.x[0].toPrecision(6);
-      form.querySelector("input[name=to]").value = event.range.x[1].toPrecision(6);
+      form.querySelector("input[name=from]").value = String(event.range.x[0]);
+      form.querySelector("input[name=to]").value = String(event.range.x[1]);
       form.requestSubmit();
     });
   }

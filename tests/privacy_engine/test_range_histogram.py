@@ -426,3 +426,25 @@ def test_a_wide_noise_falls_back_to_chernoff_within_the_work_bound():
     )
     # at ε = 1 the grid is used, and is tighter
     assert ranges._grid_halfwidth(distinct, repeats, "geometric", 3.0, 0.95) is not None
+
+
+def test_bins_whose_edges_would_coincide_are_refused():
+    # a range of one unit at 10¹⁵: 64 bins would have edges that are the same float
+    schema = {"columns": {"x": {"kind": "numeric", "lower": 1e15 - 1, "upper": 1e15}}}
+    with pytest.raises(EngineValidationError) as refused:
+        plan_release(
+            schema=schema,
+            definition=PURE,
+            queries=[{"kind": "range_histogram", "column": "x", "bins": 64}],
+        )
+    assert "bin edges would coincide" in refused.value.errors["queries.0.bins"][0]
+
+
+def test_the_l2_sensitivity_is_rounded_up():
+    query = {"kind": "range_histogram", "column": "age", "bins": 100}
+    levels = ranges.tree_shape(100, "l2").noisy_levels
+
+    (entry,) = preview(schema=SCHEMA, definition=APPROX, queries=[query])
+
+    assert entry["sensitivity"] ** 2 >= levels
+    assert entry["sensitivity"] == pytest.approx(math.sqrt(levels), rel=1e-15)
