@@ -180,6 +180,13 @@ RELEASE_MAX_CELLS = env.int("RELEASE_MAX_CELLS", default=2000)
 # Noisy values a release draws (a range histogram one per tree node, about 7 µs each) and stores:
 # bounds a worker's time and a release's size whatever the bins asked for.
 RELEASE_MAX_NOISE_DRAWS = env.int("RELEASE_MAX_NOISE_DRAWS", default=300_000)
+# A version's API answer lists a range histogram's bins only up to this many; beyond, its files
+# hold every bin and its range API answers any range (65,536 bins would be megabytes of JSON).
+CATALOG_MAX_INLINE_BINS = env.int("CATALOG_MAX_INLINE_BINS", default=1024)
+# Ranges one client address may ask of published range histograms (API and page together): each
+# costs up to about 0.1 s of CPU and a query string bypasses the public cache. Counted in CACHES'
+# default cache (each process's own unless CACHE_URL names a shared one).
+RANGE_QUERY_RATE = env.str("RANGE_QUERY_RATE", default="120/min")
 DEFAULT_BUDGET_EPSILON = env.str("DEFAULT_BUDGET_EPSILON", default="1.0")
 DEFAULT_BUDGET_DELTA = env.str("DEFAULT_BUDGET_DELTA", default="0")
 

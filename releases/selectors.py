@@ -161,6 +161,31 @@ def release_answer_statistics(*, release: Release) -> list[dict]:
     return [_in_published_order(a.statistic) for a in release.answers.order_by("position")]
 
 
+def catalog_statistics(*, release: Release, max_inline_bins: int) -> list[dict]:
+    """A published version's statistics as the version API shows them. A range histogram of
+    more than ``max_inline_bins`` bins leaves its per-bin values to the release's files (tens of
+    thousands of bins would make a response of megabytes): its ``value``, ``ci95`` and ``cells``
+    are left out and ``values_in_files`` says so. Every range histogram names its ``range_url``,
+    which answers any range."""
+    statistics = release_answer_statistics(release=release)
+    for position, stat in enumerate(statistics):
+        if stat["kind"] != RANGE_KIND:
+            continue
+        stat["range_url"] = reverse(
+            "api-catalog-range",
+            kwargs={
+                "slug": release.series.slug,
+                "version": release.version,
+                "position": position,
+            },
+        )
+        stat["values_in_files"] = stat["tree"]["bins"] > max_inline_bins
+        if stat["values_in_files"]:
+            stat["value"] = stat["ci95"] = None
+            stat.pop("cells", None)
+    return statistics
+
+
 def release_statistics(*, release: Release) -> list[dict]:
     """A published release's statistics in query order, with a display label and, for values
     with cells (histograms, vectors of sums), rows built for templates."""

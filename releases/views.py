@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import math
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -13,6 +14,7 @@ from accounts.roles import Role, user_has_role
 from privacy_engine import EngineValidationError, NumericColumn
 from privacy_engine.kinds.range_histogram import bin_edges
 from releases import selectors
+from releases.apis.throttles import RangeQueryThrottle
 from releases.parsing import audit_filters_parse, range_params_parse, text_param_problem
 from releases.services.audit import AuditAction, audit_chain_verify
 
@@ -54,27 +56,45 @@ CHART_AXES = {
 
 # Error bars are drawn for at most this many bins of a range histogram (more would hide the bars).
 RANGE_ERROR_BARS = 200
+# A range histogram's chart draws at most this many bars: beyond, each bar sums neighbouring
+# bins (a page of 65,536 bars would weigh megabytes and show nothing more).
+RANGE_CHART_BARS = 512
+
+
+def range_bar_bins(bins: int) -> int:
+    """How many neighbouring bins one bar of a range histogram's chart sums."""
+    return math.ceil(bins / RANGE_CHART_BARS)
 
 
 def _range_chart(index: int, stat: dict) -> dict:
-    """A range histogram's bins as bars on the column's own axis, each as wide as its bin."""
+    """A range histogram's bins as bars on the column's own axis, each as wide as its bins: one
+    bin per bar, or beyond RANGE_CHART_BARS the sum of neighbouring bins, clamped at 0 like any
+    range's answer (post-processing of the published bins)."""
     tree = stat["tree"]
     edges = bin_edges(NumericColumn(lower=tree["lower"], upper=tree["upper"]), tree["bins"])
     values = [stat["value"][cell] for cell in stat["cells"]]
-    bars = len(values) <= RANGE_ERROR_BARS
-    intervals = [selectors.cell_interval(stat, cell) for cell in stat["cells"]]
-    return {
+    per_bar = range_bar_bins(len(values))
+    starts = range(0, len(values), per_bar)
+    bar_edges = [edges[i] for i in starts] + [edges[-1]]
+    chart = {
         "id": f"chart-{index}",
         "numeric": True,
         "title": plotly_text(f"{stat['title']} of {stat['label']}"),
-        "axis": "published count",
+        "axis": "published count" if per_bar == 1 else f"published count per {per_bar} bins",
         "x_axis": plotly_text(stat["label"]),
-        "x": [(a + b) / 2 for a, b in itertools.pairwise(edges)],
-        "width": (edges[-1] - edges[0]) / len(values),
-        "values": values,
-        "minus": [v - low for v, (low, _) in zip(values, intervals, strict=True)] if bars else [],
-        "plus": [high - v for v, (_, high) in zip(values, intervals, strict=True)] if bars else [],
+        "x": [(a + b) / 2 for a, b in itertools.pairwise(bar_edges)],
+        "width": [b - a for a, b in itertools.pairwise(bar_edges)],
+        "values": [max(0.0, math.fsum(values[i : i + per_bar])) for i in starts]
+        if per_bar > 1
+        else values,
+        "minus": [],
+        "plus": [],
     }
+    if len(values) <= RANGE_ERROR_BARS:
+        intervals = [selectors.cell_interval(stat, cell) for cell in stat["cells"]]
+        chart["minus"] = [v - low for v, (low, _) in zip(values, intervals, strict=True)]
+        chart["plus"] = [high - v for v, (_, high) in zip(values, intervals, strict=True)]
+    return chart
 
 
 def _table_chart(index: int, stat: dict) -> dict:
@@ -142,12 +162,26 @@ def catalog_version(request, slug: str, version: int):
     if release is None:
         raise Http404("No published release with this name and version.")
     statistics = selectors.release_statistics(release=release)
-    asked, range_errors = _range_request(request.GET)
+    position, bounds, errors = _range_request(request.GET)
+    status = 200
+    throttle = RangeQueryThrottle()
+    if position is not None and not throttle.allow_request(request, None):
+        # The reader's own address asked too many ranges: the page without an answer.
+        wait = math.ceil(throttle.wait() or 1)
+        position, bounds, status = None, None, 429
+        errors = [f"Too many ranges asked from your address: try again in {wait} s."]
+    ranges = [i for i, stat in enumerate(statistics) if stat["kind"] == selectors.RANGE_KIND]
+    if position is not None and position not in ranges:
+        errors = [f"Statistic {position} is not a histogram for any range."]
     for index, stat in enumerate(statistics):
-        is_range = stat["kind"] == selectors.RANGE_KIND
+        is_range = index in ranges
         stat["chart_id"] = f"chart-{index}" if stat["cell_rows"] is not None or is_range else None
         if is_range:
-            stat["range"] = _range_tool(release, index, stat, asked, range_errors)
+            stat["bar_bins"] = range_bar_bins(stat["tree"]["bins"])
+            asked = index == position
+            stat["range"] = _range_tool(
+                release, index, stat, bounds if asked else None, errors if asked else []
+            )
     files = selectors.release_file_links(release=release)
     other_versions = selectors.release_list_published().filter(series=release.series)
     return render(
@@ -159,41 +193,42 @@ def catalog_version(request, slug: str, version: int):
             "files": files,
             "charts": _chart_data(statistics),
             "versions": other_versions,
+            # Errors of a range request that no range tool on the page asked.
+            "range_errors": errors if position not in ranges else [],
         },
+        status=status,
     )
 
 
-def _range_request(params) -> tuple[tuple[int, float, float] | None, list[str]]:
-    """The range a reader asked for on the page (``statistic``, ``from``, ``to``), if any."""
+def _range_request(params) -> tuple[int | None, tuple[float, float] | None, list[str]]:
+    """The range a reader asked for on the page (``statistic``, ``from``, ``to``), if any: the
+    statistic's position (None when none or not a number), the range, and the errors."""
     if "statistic" not in params:
-        return None, []
-    position = params.get("statistic", "")
+        return None, None, []
+    text = params.get("statistic", "")
+    position = int(text) if text.isascii() and text.isdigit() and len(text) <= 4 else None
     bounds, errors = range_params_parse(params)
-    if not (position.isascii() and position.isdigit() and len(position) <= 4):
-        errors = {**errors, "statistic": ["must be a statistic's number"]}
-    if errors:
-        return None, [f"{field.capitalize()} {' '.join(m)}." for field, m in errors.items()]
-    assert bounds is not None
-    return (int(position), *bounds), []
+    messages = [f"{field.capitalize()} {' '.join(m)}." for field, m in errors.items()]
+    if position is None:
+        messages.insert(0, "Statistic must be a statistic's number.")
+    return position, bounds, messages
 
 
-def _range_tool(release, index: int, stat: dict, asked, errors: list[str]) -> dict:
+def _range_tool(release, index: int, stat: dict, bounds, errors: list[str]) -> dict:
     """The range form of one range histogram: the values asked for, or its whole domain, and
     the answer or the errors when the reader asked this statistic."""
     tree = stat["tree"]
-    tool = {"from": tree["lower"], "to": tree["upper"], "answer": None, "errors": []}
-    if asked is not None and asked[0] == index:
-        tool["from"], tool["to"] = asked[1], asked[2]
+    tool = {"from": tree["lower"], "to": tree["upper"], "answer": None, "errors": errors}
+    if bounds is not None and not errors:
+        tool["from"], tool["to"] = bounds
         try:
             tool["answer"] = selectors.release_range_answer(
-                release=release, position=index, low=asked[1], high=asked[2]
+                release=release, position=index, low=bounds[0], high=bounds[1]
             )
         except EngineValidationError as error:
             tool["errors"] = [
                 f"{field.capitalize()}: {' '.join(m)}." for field, m in error.errors.items()
             ]
-    elif errors and asked is None:
-        tool["errors"] = errors
     return tool
 
 

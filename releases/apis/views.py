@@ -3,6 +3,7 @@
 import math
 import re
 
+from django.conf import settings
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from rest_framework import serializers, status
@@ -26,6 +27,7 @@ from privacy_engine.guidance import HARM_EPSILON, RELEASES_FACTOR, suggest_start
 from releases import selectors
 from releases.apis.pagination import Pagination
 from releases.apis.parsers import FormParser, JSONParser, MultiPartParser
+from releases.apis.throttles import RangeQueryThrottle
 from releases.models import Dataset, Release, ReleaseFile
 from releases.parsing import (
     audit_filters_parse,
@@ -306,15 +308,22 @@ class CatalogVersionApi(APIView):
         release = selectors.release_get_published(slug=slug, version=version)
         if release is None:
             raise Http404
-        statistics = selectors.release_answer_statistics(release=release)
+        statistics = selectors.catalog_statistics(
+            release=release, max_inline_bins=settings.CATALOG_MAX_INLINE_BINS
+        )
+        for stat in statistics:
+            if "range_url" in stat:
+                stat["range_url"] = request.build_absolute_uri(stat["range_url"])
         return Response({**catalog_entry(release, request), "statistics": statistics})
 
 
 class CatalogRangeApi(APIView):
-    """Any range of a published range histogram: ``?from=20&to=40`` in the column's units."""
+    """Any range of a published range histogram: ``?from=20&to=40`` in the column's units;
+    rate-limited per client address (429 with Retry-After beyond ``RANGE_QUERY_RATE``)."""
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
+    throttle_classes = [RangeQueryThrottle]
 
     def get(self, request, slug: str, version: int, position: int):
         bounds, errors = range_params_parse(request.query_params)

@@ -1,0 +1,186 @@
+"""What the public gets of a large range histogram: a version API answer and a page of bounded
+size (per-bin values left to the files, the chart's bars summing neighbouring bins), range
+questions rate-limited per client address, and a bad range request answered on the statistic
+asked for only."""
+
+import json
+import re
+
+import pytest
+
+from releases.models import Release
+from releases.public_cache import public_cache_reset
+from releases.views import RANGE_CHART_BARS
+
+RANGES = {"kind": "range_histogram", "column": "age", "bins": 1000}
+
+
+def publish(client, dataset_id: int, capture, *queries: dict) -> Release:
+    body = {
+        "dataset": dataset_id,
+        "title": "Ages",
+        "definition": {"kind": "pure_dp", "epsilon": 0.5},
+        "queries": list(queries),
+    }
+    created = client.post("/api/v1/releases/", body, format="json")
+    assert created.status_code == 201, created.json()
+    with capture(execute=True):
+        client.post(f"/api/v1/releases/{created.json()['id']}/submit/")
+    release = Release.objects.get(pk=created.json()["id"])
+    assert release.status == "published", release.failure_reason
+    return release
+
+
+@pytest.fixture
+def published(curator_client, dataset, django_capture_on_commit_callbacks) -> Release:
+    return publish(
+        curator_client,
+        dataset.pk,
+        django_capture_on_commit_callbacks,
+        {"kind": "count"},
+        RANGES,
+        {**RANGES, "bins": 50},
+    )
+
+
+@pytest.fixture
+def huge(curator_client, dataset, django_capture_on_commit_callbacks) -> Release:
+    return publish(
+        curator_client,
+        dataset.pk,
+        django_capture_on_commit_callbacks,
+        {**RANGES, "bins": 65_536},
+    )
+
+
+def page_charts(html: str) -> list[dict]:
+    found = re.search(r'<script id="chart-data" type="application/json">(.*?)</script>', html)
+    assert found is not None
+    return json.loads(found.group(1))
+
+
+def test_the_version_api_leaves_the_bins_of_a_large_histogram_to_the_files(anonymous_client, huge):
+    # when
+    response = anonymous_client.get(f"/api/v1/catalog/{huge.series.slug}/versions/1/")
+
+    # then the answer is small and says where the bins are
+    assert response.status_code == 200
+    assert len(response.content) < 20_000, len(response.content)
+    (statistic,) = response.json()["statistics"]
+    assert statistic["values_in_files"] is True
+    assert statistic["value"] is None
+    assert statistic["ci95"] is None
+    assert "cells" not in statistic
+    assert statistic["tree"]["bins"] == 65_536
+    assert {f["format"] for f in response.json()["files"]} == {"csv", "json"}
+    # and the range URL it names answers a range
+    assert statistic["range_url"].startswith("http://testserver/api/v1/catalog/")
+    answer = anonymous_client.get(statistic["range_url"] + "?from=10&to=20")
+    assert answer.status_code == 200
+    assert answer.json()["bins"] > 1000
+
+
+def test_the_version_api_lists_bins_up_to_the_setting(anonymous_client, published, settings):
+    base = f"/api/v1/catalog/{published.series.slug}/versions/1/"
+
+    # given the default (1,024): both histograms list their bins
+    _, thousand, fifty = anonymous_client.get(base).json()["statistics"]
+    assert (thousand["values_in_files"], len(thousand["cells"])) == (False, 1000)
+    assert (fifty["values_in_files"], len(fifty["value"])) == (False, 50)
+
+    # when the setting is below 1,000 bins (and the cached answer forgotten)
+    settings.CATALOG_MAX_INLINE_BINS = 999
+    public_cache_reset()
+    _, thousand, fifty = anonymous_client.get(base).json()["statistics"]
+
+    # then only the larger one leaves its bins to the files
+    assert (thousand["values_in_files"], thousand["value"]) == (True, None)
+    assert (fifty["values_in_files"], len(fifty["value"])) == (False, 50)
+
+
+def test_the_page_of_a_large_histogram_is_small_and_its_bars_sum_the_bins(anonymous_client, huge):
+    from releases.selectors import release_answer_statistics
+
+    # when
+    response = anonymous_client.get(f"/catalog/{huge.series.slug}/v1/")
+
+    # then
+    assert response.status_code == 200
+    assert len(response.content) < 200_000, len(response.content)
+    html = response.content.decode()
+    assert "Each bar of the chart sums 128 neighbouring bins of the 65536" in html
+    (chart,) = page_charts(html)
+    assert len(chart["values"]) == RANGE_CHART_BARS
+    (statistic,) = release_answer_statistics(release=huge)
+    bins = [statistic["value"][cell] for cell in statistic["cells"]]
+    assert chart["values"][3] == pytest.approx(max(0.0, sum(bins[384:512])))
+    assert chart["width"][0] == pytest.approx(128 * 100 / 65_536)
+    assert chart["x"][0] == pytest.approx(64 * 100 / 65_536)
+
+
+def test_a_histogram_of_few_bins_draws_every_bin(anonymous_client, published):
+    html = anonymous_client.get(f"/catalog/{published.series.slug}/v1/").content.decode()
+
+    thousand, fifty = page_charts(html)
+
+    assert len(thousand["values"]) == 500
+    assert html.count("neighbouring bins") == 1  # said of the 1,000 bins only
+    assert "sums 2 neighbouring bins of the 1000" in html
+    assert (len(fifty["values"]), len(fifty["plus"])) == (50, 50)  # error bars up to 200 bins
+
+
+def test_range_questions_are_rate_limited_per_address(anonymous_client, published, settings):
+    # given three ranges a minute
+    settings.RANGE_QUERY_RATE = "3/min"
+    api = f"/api/v1/catalog/{published.series.slug}/versions/1/statistics/1/range/?from=1&to="
+    page = f"/catalog/{published.series.slug}/v1/?statistic=1&from=1&to="
+
+    # when one address asks four new ranges (the page's count with the API's; a range asked
+    # again is answered from the public cache and costs nothing)
+    answers = [anonymous_client.get(api + to).status_code for to in ("9", "9", "10")]
+    answers.append(anonymous_client.get(page + "11").status_code)
+    refused = anonymous_client.get(api + "12")
+    refused_page = anonymous_client.get(page + "13")
+
+    # then the fourth and the fifth are refused, saying when to come back
+    assert answers == [200, 200, 200, 200]
+    assert refused.status_code == 429
+    assert int(refused["Retry-After"]) > 0
+    assert "throttled" in refused.json()["detail"]
+    assert refused_page.status_code == 429
+    assert "Too many ranges asked from your address" in refused_page.content.decode()
+    assert "Records from" not in refused_page.content.decode()
+    # and another address is still answered, and the page without a range is not limited
+    assert anonymous_client.get(api + "12", REMOTE_ADDR="192.0.2.7").status_code == 200
+    assert anonymous_client.get(f"/catalog/{published.series.slug}/v1/").status_code == 200
+
+
+def test_a_bad_range_is_said_on_the_statistic_asked_for_only(anonymous_client, published):
+    page = f"/catalog/{published.series.slug}/v1/"
+
+    # when the second range histogram is asked a bad range
+    html = anonymous_client.get(page + "?statistic=2&from=30&to=10").content.decode()
+
+    # then the error is shown once, in that statistic's section
+    assert html.count("To must be above from.") == 1
+    section = html.split('id="statistic-2"')[1]
+    assert "To must be above from." in section
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("?statistic=x&from=1&to=9", "Statistic must be a statistic&#x27;s number."),
+        ("?statistic=0&from=1&to=9", "Statistic 0 is not a histogram for any range."),
+        ("?statistic=7&from=1&to=9", "Statistic 7 is not a histogram for any range."),
+    ],
+)
+def test_a_range_request_for_no_range_histogram_is_said_once(
+    anonymous_client, published, query, message
+):
+    response = anonymous_client.get(f"/catalog/{published.series.slug}/v1/" + query)
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.count(message) == 1, html
+    assert "Records from" not in html
