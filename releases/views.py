@@ -178,6 +178,7 @@ def catalog_version(request, slug: str, version: int):
         stat["chart_id"] = f"chart-{index}" if stat["cell_rows"] is not None or is_range else None
         if is_range:
             stat["bar_bins"] = range_bar_bins(stat["tree"]["bins"])
+            stat["bins_text"] = f"{stat['tree']['bins']:,}"
             asked = index == position
             stat["range"] = _range_tool(
                 release, index, stat, bounds if asked else None, errors if asked else []

@@ -130,3 +130,47 @@ def test_the_public_asks_any_range_of_a_range_histogram(page, live_server):
     assert "Records from" in dragged
     assert "Records from 20 to 40" not in dragged
     assert page.console_errors == []
+
+
+def test_a_histogram_of_65536_bins_is_drawn_as_512_bars_and_answers_a_drag(page, live_server):
+    # given a published histogram of ages in 65,536 bins
+    curator = make_user("curator1", "curator")
+    ages = "".join(f"{round(40 + 18 * math.sin(i * 0.7), 2)},F,1\n" for i in range(3000))
+    dataset = dataset_create(
+        owner=curator,
+        name="Clinic",
+        upload=csv_upload(("age,sex,visits\n" + ages).encode()),
+        budget_epsilon="2",
+    )
+    dataset = dataset_schema_update(dataset=dataset, user=curator, schema=CLINIC_SCHEMA)
+    draft = release_draft_create(
+        user=curator,
+        dataset=dataset,
+        title="Ages in fine bins",
+        definition={"kind": "pure_dp", "epsilon": 1.0},
+        queries=[{"kind": "range_histogram", "column": "age", "bins": 65_536}],
+    )
+    release_submit(release=draft, user=curator)
+    release = Release.objects.get(pk=draft.pk)
+    assert release.status == Release.Status.PUBLISHED
+
+    # when the public opens its page
+    response = page.goto(f"{live_server.url}/catalog/{release.series.slug}/v1/")
+    page.wait_for_selector("#chart-0 .main-svg")
+
+    # then the page is small, the chart has 512 bars and says each sums 128 bins
+    assert len(response.body()) < 100_000
+    assert page.locator("#chart-0 .point").count() == 512
+    assert "Each bar of the chart sums 128 neighbouring bins of the 65,536" in page.content()
+    screenshot(page, "release-page-range-65536")
+
+    # and a drag across the chart is answered
+    box = page.locator("#chart-0 .nsewdrag").first.bounding_box()
+    y = box["y"] + box["height"] / 2
+    with page.expect_navigation():
+        page.mouse.move(box["x"] + box["width"] * 0.3, y)
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] * 0.6, y, steps=8)
+        page.mouse.up()
+    assert "Records from" in page.locator(".range-answer").inner_text()
+    assert page.console_errors == []

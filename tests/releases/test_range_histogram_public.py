@@ -108,7 +108,7 @@ def test_the_page_of_a_large_histogram_is_small_and_its_bars_sum_the_bins(anonym
     assert response.status_code == 200
     assert len(response.content) < 200_000, len(response.content)
     html = response.content.decode()
-    assert "Each bar of the chart sums 128 neighbouring bins of the 65536" in html
+    assert "Each bar of the chart sums 128 neighbouring bins of the 65,536" in html
     (chart,) = page_charts(html)
     assert len(chart["values"]) == RANGE_CHART_BARS
     (statistic,) = release_answer_statistics(release=huge)
@@ -125,7 +125,7 @@ def test_a_histogram_of_few_bins_draws_every_bin(anonymous_client, published):
 
     assert len(thousand["values"]) == 500
     assert html.count("neighbouring bins") == 1  # said of the 1,000 bins only
-    assert "sums 2 neighbouring bins of the 1000" in html
+    assert "sums 2 neighbouring bins of the 1,000" in html
     assert (len(fifty["values"]), len(fifty["plus"])) == (50, 50)  # error bars up to 200 bins
 
 
