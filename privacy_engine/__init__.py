@@ -27,6 +27,7 @@ from privacy_engine.definitions import (
     definition_from_dict,
 )
 from privacy_engine.errors import EngineValidationError
+from privacy_engine.kinds.kmeans import KMeans
 from privacy_engine.kinds.range_histogram import range_answer
 from privacy_engine.mechanisms import (
     ExactRelease,
@@ -89,6 +90,7 @@ __all__ = [
     "Histogram",
     "IdentifierColumn",
     "IncompatibleLedger",
+    "KMeans",
     "LaplaceMechanism",
     "Ledger",
     "Mean",

@@ -10,8 +10,10 @@ in-process, out-of-core and distributed engines give identical answers.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -19,7 +21,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from privacy_engine.columnar import Labels, TypedTable
-from privacy_engine.exact_sums import exact_sum_state, merge_sum_states, round_sum_state
+from privacy_engine.exact_sums import (
+    exact_sum_state,
+    float_up,
+    merge_sum_states,
+    round_sum_state,
+    sum_grid,
+)
 
 
 @dataclass(frozen=True)
@@ -109,7 +117,56 @@ def _bucket_count(side: CategoryCounts | BinCounts) -> int:
     return len(side.buckets) if isinstance(side, CategoryCounts) else len(side.edges) - 1
 
 
-Aggregate = RowCount | GridSum | PresentCount | BinCounts | RankCounts | CategoryCounts | PairCounts
+@dataclass(frozen=True)
+class ClusterSums:
+    """One k-means iteration's two aggregations (the article's q_hist and q_sum), given public
+    ``centroids`` (one coordinate per column, in column order).
+
+    Each record's ``columns`` are cleaned by their declared rules (a missing value is filled, or
+    the record is left out when that column has no fill; values are clamped to [lower, upper]);
+    the record goes to the nearest centroid by squared Euclidean distance, the lowest index on a
+    tie (computed column by column, element-wise, so the same on every engine and batching). Per
+    cluster, the answer holds the number of records and, per column j, the exact sum of
+    x_j − m_j with m_j = (lower_j + upper_j)/2 the middle of the bounds, rounded half up onto
+    the grid of the half-range h_j = (upper_j − lower_j)/2 (exact_sums.py: n·m_j is taken off the
+    exact sum of the cleaned values as a rational, so nothing rounds before the grid). One record
+    moves a cluster's shifted sum of column j by at most h_j, hence its rounded sum by at most
+    :meth:`step_bound` ``(j)``.
+
+    The answer is ``(counts, sums)``: ``counts[c]`` an int, ``sums[c][j]`` a float.
+    """
+
+    columns: tuple[CleanedNumbers, ...]
+    centroids: tuple[tuple[float, ...], ...]
+
+    def midpoint(self, j: int) -> Fraction:
+        column = self.columns[j]
+        return (Fraction(column.lower) + Fraction(column.upper)) / 2
+
+    def half_range(self, j: int) -> Fraction:
+        column = self.columns[j]
+        return (Fraction(column.upper) - Fraction(column.lower)) / 2
+
+    def grid(self, j: int) -> float:
+        """The grid of column j's shifted sums: that of values of magnitude h_j."""
+        return sum_grid(float_up(self.half_range(j)))
+
+    def step_bound(self, j: int) -> Fraction:
+        """g·⌈h_j/g⌉: how far one record can move a cluster's rounded shifted sum of column j."""
+        step = Fraction(self.grid(j))
+        return step * math.ceil(self.half_range(j) / step)
+
+
+Aggregate = (
+    RowCount
+    | GridSum
+    | PresentCount
+    | BinCounts
+    | RankCounts
+    | CategoryCounts
+    | PairCounts
+    | ClusterSums
+)
 
 
 def needed_columns(requests: Iterable[Aggregate]) -> tuple[set[str], set[str]]:
@@ -124,6 +181,8 @@ def needed_columns(requests: Iterable[Aggregate]) -> tuple[set[str], set[str]]:
         elif isinstance(request, PairCounts):
             for side in (request.first, request.second):
                 (numbers if isinstance(side, BinCounts) else labels).add(side.column)
+        elif isinstance(request, ClusterSums):
+            numbers.update(column.column for column in request.columns)
     return numbers, labels
 
 
@@ -190,10 +249,88 @@ def _bucket_of_value(labels: Labels, request: CategoryCounts) -> np.ndarray:
     return bucket_of_value
 
 
+def nearest_centroid(
+    columns: Sequence[np.ndarray], centroids: Sequence[Sequence[float]]
+) -> np.ndarray:
+    """Each row's nearest centroid (squared Euclidean distance; the lowest index on a tie),
+    computed element-wise column by column: the same for a row whatever batch it is in."""
+    rows = len(columns[0]) if columns else 0
+    labels = np.zeros(rows, dtype=np.int64)
+    best = np.full(rows, np.inf)
+    distance, difference = np.empty(rows), np.empty(rows)
+    for index, centre in enumerate(centroids):
+        distance.fill(0.0)
+        for values, coordinate in zip(columns, centre, strict=True):
+            np.subtract(values, coordinate, out=difference)
+            np.multiply(difference, difference, out=difference)
+            distance += difference
+        closer = distance < best
+        labels[closer] = index
+        np.minimum(best, distance, out=best)
+    return labels
+
+
+def _cleaned_rows(table: TypedTable, request: ClusterSums) -> list[np.ndarray]:
+    """The request's columns, cleaned, for the records no column's rules leave out."""
+    keep = np.ones(table.row_count, dtype=bool)
+    cleaned = []
+    for column in request.columns:
+        values = table.numbers[column.column]
+        missing = np.isnan(values)
+        if column.fill is not None:
+            values = np.where(missing, column.fill, values)
+        else:
+            keep &= ~missing
+        cleaned.append(values)
+    return [
+        np.clip(values[keep], column.lower, column.upper)
+        for values, column in zip(cleaned, request.columns, strict=True)
+    ]
+
+
+def _cluster_state(table: TypedTable, request: ClusterSums) -> tuple[np.ndarray, list[Any]]:
+    """Per cluster, the count and each column's exact sum state of the cleaned values (the
+    shift by the midpoint is applied exactly in :func:`finish`), block by block."""
+    k, d = len(request.centroids), len(request.columns)
+    columns = _cleaned_rows(table, request)
+    grids = [sum_grid(max(abs(c.lower), abs(c.upper))) for c in request.columns]
+    counts = np.zeros(k, dtype=np.int64)
+    sums: list[Any] = [{} for _ in range(k * d)]
+    rows = len(columns[0]) if columns else 0
+    for start in range(0, rows, BLOCK_VALUES):
+        block = [values[start : start + BLOCK_VALUES] for values in columns]
+        labels = nearest_centroid(block, request.centroids)
+        per_cluster = np.bincount(labels, minlength=k)
+        counts += per_cluster.astype(np.int64)
+        # Each column's values grouped by cluster: one sort (a radix sort on small integers),
+        # then a slice per cluster.
+        order = np.argsort(labels.astype(np.uint8 if k <= 256 else np.int64), kind="stable")
+        ends = np.cumsum(per_cluster)
+        for j, values in enumerate(block):
+            grouped = values[order]
+            for cluster in np.flatnonzero(per_cluster):
+                part = exact_sum_state(
+                    grouped[ends[cluster] - per_cluster[cluster] : ends[cluster]], grid=grids[j]
+                )
+                sums[cluster * d + j] = merge_sum_states(sums[cluster * d + j], part)
+    return counts, sums
+
+
+def _shifted_sum(state: dict[int, int], count: int, request: ClusterSums, j: int) -> float:
+    """g·⌊(T − n·m_j)/g + ½⌋ for the exact sum T the state holds: |T − n·m_j| ≤ n·h_j, within
+    the grid's exact range (exact_sums.py)."""
+    total = sum((Fraction(s) * Fraction(2) ** e for e, s in state.items()), Fraction(0))
+    shifted = total - count * request.midpoint(j)
+    grid = Fraction(request.grid(j))
+    return math.floor(shifted / grid + Fraction(1, 2)) * float(grid)
+
+
 def partial(request: Aggregate, table: TypedTable) -> Any:
     """The request's state on one batch of (contribution-bounded) rows."""
     if isinstance(request, RowCount):
         return table.row_count
+    if isinstance(request, ClusterSums):
+        return _cluster_state(table, request)
     if isinstance(request, CategoryCounts):
         return _category_state(table.labels[request.column], request)
     if isinstance(request, PairCounts):
@@ -243,6 +380,8 @@ def merge(request: Aggregate, a: Any, b: Any) -> Any:
     """Two batches' states as one; exact and order-free."""
     if isinstance(request, GridSum):
         return merge_sum_states(a, b)
+    if isinstance(request, ClusterSums):
+        return a[0] + b[0], [merge_sum_states(x, y) for x, y in zip(a[1], b[1], strict=True)]
     return a + b
 
 
@@ -257,6 +396,9 @@ def empty(request: Aggregate) -> Any:
         return np.zeros(len(request.buckets), dtype=np.int64)
     if isinstance(request, PairCounts):
         return np.zeros(request.cells, dtype=np.int64)
+    if isinstance(request, ClusterSums):
+        k, d = len(request.centroids), len(request.columns)
+        return np.zeros(k, dtype=np.int64), [{} for _ in range(k * d)]
     return 0
 
 
@@ -268,6 +410,13 @@ def finish(request: Aggregate, state: Any) -> Any:
         return [int(count) for count in state]
     if isinstance(request, RankCounts):
         return [[int(count) for count in row] for row in state]
+    if isinstance(request, ClusterSums):
+        counts, sums = state
+        d = len(request.columns)
+        return [int(count) for count in counts], [
+            [_shifted_sum(sums[cluster * d + j], int(count), request, j) for j in range(d)]
+            for cluster, count in enumerate(counts)
+        ]
     return int(state)
 
 

@@ -46,6 +46,7 @@ from privacy_engine.engines import (
 )
 from privacy_engine.errors import EngineValidationError, prefix_errors
 from privacy_engine.kinds import PlanContext, PlannedStatistic, StatisticResult, kind_of
+from privacy_engine.kinds.base import Ask
 from privacy_engine.noise import NoiseSource
 from privacy_engine.policies import check_policy_against_schema
 from privacy_engine.queries import Query, query_from_dict
@@ -377,14 +378,17 @@ def accuracy_curve(
     return curve
 
 
-def release_statistic(planned: PlannedStatistic, exact: Any, schema: Schema) -> StatisticResult:
+def release_statistic(
+    planned: PlannedStatistic, exact: Any, schema: Schema, ask: Ask | None = None
+) -> StatisticResult:
     """Draw one statistic's noise on its exact answer and post-process it with public facts only.
 
     ``exact`` is what the statistic's mechanisms take, shaped by its kind's ``exact_answer`` (a
     count; a histogram's cell counts in cell order; a sum, or a list of sums in column order,
-    computed as exact_sums.py says; a mean's (sum, count)). Reads no data: :func:`run_queries`
-    passes answers computed from the table, the simulated preview answers computed from the
-    declared shape."""
+    computed as exact_sums.py says; a mean's (sum, count); an iterative kind's first round).
+    Reads no data itself: :func:`run_queries` passes answers computed from the table, the
+    simulated preview answers computed from the declared shape. An iterative kind (k-means)
+    also needs ``ask``, bound to the table, for its later rounds (kinds/base.py)."""
     query = planned.query
     common = {
         "kind": query.kind,
@@ -399,7 +403,15 @@ def release_statistic(planned: PlannedStatistic, exact: Any, schema: Schema) -> 
         )
         or None,
     }
-    return kind_of(query).release(planned, exact, schema, common)
+    kind = kind_of(query)
+    if kind.iterative:
+        if ask is None:
+            raise TypeError(
+                f"a {query.kind} statistic is answered in rounds: release it on a table "
+                "(run_queries or release_stored_table)"
+            )
+        return kind.release_rounds(planned, exact, ask, schema, common)
+    return kind.release(planned, exact, schema, common)
 
 
 # --- reading data: only below this line -------------------------------------------------------
@@ -461,15 +473,36 @@ def _consistent_across(statistics: tuple[StatisticResult, ...]) -> tuple[Statist
     return tuple(out)
 
 
+class _Rounds:
+    """An iterative kind's ``ask`` (kinds/base.py): exact answers from the release's engine on the
+    release's table, the seconds each round took added to the release's timings."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+        self.timings: dict[str, float] = {}
+
+    def __call__(self, requests: Sequence[Aggregate]) -> list[Any]:
+        aggregated = self.answer(list(requests))
+        for key, seconds in aggregated.timings.items():
+            self.timings[key] = self.timings.get(key, 0.0) + seconds
+        return aggregated.answers
+
+
 def _release_from_aggregates(
-    plan: ReleasePlan, requests: list[list[Aggregate]], aggregated: Aggregated
+    plan: ReleasePlan,
+    requests: list[list[Aggregate]],
+    aggregated: Aggregated,
+    rounds: _Rounds,
 ) -> ReleaseResult:
     answers = iter(aggregated.answers)
     started = time.perf_counter()
     statistics = tuple(
         _disclose_public_missingness(
             release_statistic(
-                planned, _exact_answer(planned, [next(answers) for _ in wanted]), plan.schema
+                planned,
+                _exact_answer(planned, [next(answers) for _ in wanted]),
+                plan.schema,
+                rounds,
             ),
             planned,
             plan,
@@ -483,11 +516,16 @@ def _release_from_aggregates(
             dataclasses.replace(s, rule="; ".join(filter(None, [person_rule, s.rule])))
             for s in statistics
         )
+    # Later rounds' reading and computing count as such, not as noise.
+    timings = dict(aggregated.timings)
+    for key, seconds in rounds.timings.items():
+        timings[key] = timings.get(key, 0.0) + seconds
+    noise = time.perf_counter() - started - sum(rounds.timings.values())
     return ReleaseResult(
         statistics=statistics,
         epsilon_spent=plan.epsilon_spent,
         delta_spent=plan.delta_spent,
-        timings={**aggregated.timings, "noise_s": time.perf_counter() - started},
+        timings={**timings, "noise_s": max(0.0, noise)},
     )
 
 
@@ -506,8 +544,9 @@ def release_stored_table(
 ) -> ReleaseResult:
     """Answer every query on a table stored in the columnar layout (columnar.py). ``engine``
     (engines.py; in-process by default) computes the exact aggregates, reading only the columns
-    the statistics use; the noise step is the same whichever engine ran. ``timings`` holds
-    read_s, compute_s and noise_s."""
+    the statistics use; the noise step is the same whichever engine ran. An iterative kind
+    (k-means) asks the same engine for one more pass per later round (kinds/base.py).
+    ``timings`` holds read_s, compute_s and noise_s, every round included."""
     plan = plan_release(schema=schema, definition=definition, queries=queries, noise=noise)
     requests = _plan_requests(plan)
     flat = [request for wanted in requests for request in wanted]
@@ -526,8 +565,19 @@ def release_stored_table(
         raise EngineValidationError.single(
             "rows", f"the engine answers tables of at most {MAX_ROWS:,} rows"
         )
+    chosen = engine
+
+    def later_round(wanted: list[Aggregate]) -> Aggregated:
+        try:
+            return chosen.aggregate(path, wanted, bound)
+        except KeyError:
+            raise EngineValidationError.single(
+                "columns", "the table lacks declared columns"
+            ) from None
+
     return dataclasses.replace(
-        _release_from_aggregates(plan, requests, aggregated), engine=engine.name
+        _release_from_aggregates(plan, requests, aggregated, _Rounds(later_round)),
+        engine=engine.name,
     )
 
 
@@ -543,7 +593,8 @@ def run_queries(
     each noisy answer once. The frame goes through the same typed conversion as a stored table.
 
     Columns are cleaned by their declared rules (clamping, other bucket, missing values) before any
-    statistic is computed; the number of rows a rule touched is never reported.
+    statistic is computed; the number of rows a rule touched is never reported. An iterative
+    kind's later rounds (kinds/base.py) read the same typed rows, bounded by the same rule.
     """
     plan = plan_release(schema=schema, definition=definition, queries=queries, noise=noise)
     if len(frame) > MAX_ROWS:
@@ -565,4 +616,11 @@ def run_queries(
     aggregated = Aggregated(
         answers, {"read_s": read - started, "compute_s": time.perf_counter() - read}
     )
-    return _release_from_aggregates(plan, requests, aggregated)
+
+    def later_round(wanted: list[Aggregate]) -> Aggregated:
+        # The same rows, bounded by the same stable rule as the first round.
+        computing = time.perf_counter()
+        answers = aggregate_table(table, wanted, bound)
+        return Aggregated(answers, {"compute_s": time.perf_counter() - computing})
+
+    return _release_from_aggregates(plan, requests, aggregated, _Rounds(later_round))

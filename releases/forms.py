@@ -18,6 +18,7 @@ STATISTIC_LABELS = {
     "quantile": "Quantiles (median, quartiles…)",
     "marginal": "Table of two columns",
     "range_histogram": "Histogram for any range (numeric)",
+    "kmeans": "Clusters (k-means centres)",
 }
 
 

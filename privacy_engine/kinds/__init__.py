@@ -3,7 +3,16 @@ Importing this package registers every kind."""
 
 # Registration order is the order the kinds are listed in (QUERY_KINDS, errors, the web form).
 # isort: off
-from privacy_engine.kinds import count, histogram, sum, mean, quantile, marginal, range_histogram  # noqa: F401  (registers them)
+from privacy_engine.kinds import (  # noqa: F401  (registers them)
+    count,
+    histogram,
+    sum,
+    mean,
+    quantile,
+    marginal,
+    range_histogram,
+    kmeans,
+)
 
 # isort: on
 from privacy_engine.kinds.base import (

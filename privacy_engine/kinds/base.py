@@ -8,12 +8,25 @@ it promises), the shape of its exact answer, and its release (noise drawn on the
 post-processing with public facts only). Adding a kind means adding one module that subclasses
 :class:`QueryKind` and registers itself with :func:`register`, and its tests: queries.py,
 sensitivity.py and release.py only look kinds up here.
+
+Most kinds are answered in one round: release.py computes every statistic's :meth:`aggregates`
+in one pass of the engine, then draws the noise. An *iterative* kind (``iterative = True``, such
+as k-means, whose every iteration clusters around the previous iteration's noisy centroids) asks
+for further rounds whose requests depend on its own earlier noisy answers. Its
+:meth:`~QueryKind.aggregates` are its first round's (public: they cannot depend on the data),
+computed in the shared pass; then release.py calls :meth:`~QueryKind.release_rounds` with that
+round's exact answers and ``ask``, a callable bound to the release's engine and table (the stored
+table's engine in ``release_stored_table``, the in-memory table in ``run_queries``, with the same
+contribution bounding): ``ask(requests)`` returns the exact answers to ``requests``, in order.
+The kind draws each round's noise with its planned mechanisms before it asks for the next, and
+builds the next requests only from public facts and those noisy answers, so its rounds compose
+sequentially (adaptively): the mechanisms it planned, one per use, are what the ledger charges.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -49,6 +62,10 @@ Mechanism = (
     GeometricMechanism | LaplaceMechanism | GaussianMechanism | ExactRelease | ExponentialMechanism
 )
 
+# An iterative kind's way to the data: the exact answers to its requests, in order, computed by
+# the release's engine on the release's (contribution-bounded) table.
+Ask = Callable[[Sequence[Aggregate]], list[Any]]
+
 
 @dataclass(frozen=True)
 class PlannedStatistic:
@@ -63,6 +80,8 @@ class PlannedStatistic:
     expected_abs_error: float | None
     ci95_halfwidth: float | None
     mechanisms: tuple[Mechanism, ...]
+    # What the preview's accuracy numbers stand for, when a kind must say (shown in the preview).
+    note: str | None = None
 
     @property
     def epsilon_spent(self) -> float:
@@ -92,6 +111,8 @@ class PlannedStatistic:
         }
         if getattr(self.query, "columns", ()):
             entry["columns"] = list(self.query.columns)
+        if self.note is not None:
+            entry["note"] = self.note
         return entry
 
 
@@ -180,6 +201,9 @@ class QueryKind(ABC):
 
     name: str
     query_type: type
+    # True for a kind answered in rounds (see the module): release.py then calls
+    # release_rounds, with ``ask``, instead of release.
+    iterative: bool = False
 
     @abstractmethod
     def parse(self, spec: Mapping[str, Any], weight: float) -> Any:
@@ -241,6 +265,19 @@ class QueryKind(ABC):
     def release(
         self, planned: PlannedStatistic, exact: Any, schema: Schema, common: dict[str, Any]
     ) -> StatisticResult: ...
+
+    def release_rounds(
+        self,
+        planned: PlannedStatistic,
+        exact: Any,
+        ask: Ask,
+        schema: Schema,
+        common: dict[str, Any],
+    ) -> StatisticResult:
+        """An iterative kind's release: ``exact`` answers its first round (:meth:`aggregates`,
+        shaped by :meth:`exact_answer`), ``ask`` computes the exact answers of later rounds (see
+        the module). Only called when ``iterative`` is true."""
+        raise NotImplementedError(f"{self.name} is answered in one round")
 
 
 _KINDS: dict[str, QueryKind] = {}

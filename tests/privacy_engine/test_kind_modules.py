@@ -125,7 +125,7 @@ def test_a_registered_kind_is_read_checked_and_written_back():
     assert error.value.errors == {
         "kind": [
             "must be one of: count, histogram, sum, mean, quantile, marginal, "
-            "range_histogram, scaled_count"
+            "range_histogram, kmeans, scaled_count"
         ]
     }
 
@@ -161,5 +161,8 @@ def test_an_unregistered_kind_is_unknown_again():
     with pytest.raises(EngineValidationError) as error:
         query_from_dict({"kind": "scaled_count", "factor": 3}, schema_from_dict(SCHEMA))
     assert error.value.errors == {
-        "kind": ["must be one of: count, histogram, sum, mean, quantile, marginal, range_histogram"]
+        "kind": [
+            "must be one of: count, histogram, sum, mean, quantile, marginal, "
+            "range_histogram, kmeans"
+        ]
     }

@@ -377,7 +377,7 @@ def _queries(*queries):
             {
                 "queries.1.kind": [
                     "must be one of: count, histogram, sum, mean, quantile, marginal, "
-                    "range_histogram"
+                    "range_histogram, kmeans"
                 ]
             },
             id="unknown-kind",

@@ -1,0 +1,503 @@
+"""``kmeans``: k centroids of chosen numeric columns by private Lloyd iterations (the article's
+Definition 7): ``{"kind": "kmeans", "columns": ["r", "g", "b"], "k": 4, "iterations": 10}``.
+
+The algorithm
+-------------
+1. Initial centroids are public and independent of the data: the first k points of the Halton
+   sequence (bases 2, 3, 5, 7, …, one per column) scaled into the declared bounds. The same
+   columns, bounds and k always give the same start.
+2. Each iteration is two aggregations given the current (public) centroids, answered by every
+   engine (aggregates.ClusterSums): q_hist, the number of records nearest to each centroid, and
+   q_sum, per cluster and column the sum of x_j − m_j, with m_j the middle of the declared
+   bounds (the *midpoint shift*: a record then moves a cluster's sum of column j by at most the
+   half-range h_j = (upper_j − lower_j)/2, not max(|lower_j|, |upper_j|)). Records are cleaned by
+   their columns' declared rules; a record missing a value in a column without a fill is left
+   out.
+3. The ε (and δ) of the statistic is split evenly over the iterations and, in each, half to the
+   counts and half to the sums: 2·T mechanisms, each with ε/(2T) (OpenDP's samplers: geometric
+   counts and a Laplace vector of sums, or discrete and continuous Gaussians under (ε, δ)-DP).
+   Each iteration's requests depend only on public facts and earlier noisy answers, so the
+   iterations compose sequentially, adaptively: ε in total.
+4. Update (post-processing): a cluster whose noisy count ñ is at most τ keeps its previous
+   centroid; otherwise its centroid is m + S̃/ñ, clamped to the bounds. τ = max(1, E|noise of a
+   sum coordinate| / min_j h_j): below it the new centroid's expected noise would exceed half
+   the narrowest column's range. τ is public (a function of the plan).
+
+Sensitivity (per iteration; one record, or c records for a person of up to c rows)
+--------------------------------------------------------------------------------
+Let G_j = g_j·⌈h_j/g_j⌉ bound how far one record moves a cluster's rounded shifted sum of column
+j (exact_sums.py: the sums are exact, rounded onto a grid g_j fixed by public facts; G_j = h_j for
+ordinary bounds).
+
+- ε-DP and (ε, δ)-DP (add or remove a record): the record is in one cluster. q_hist: 1 (L1 and
+  L2). q_sum: that cluster's vector moves by x − m: L1 Σ_j G_j, L2 √(Σ_j G_j²). Times c for c
+  rows (they may fall in several clusters: the L1 bound adds, the L2 bound is largest when all
+  are in one cluster).
+- Blowfish (replace a record x by y along an edge of the policy's graph; n public). If x and y
+  are nearest to the same centroid, only that cluster's sum moves, by y − x: at most
+  min(θ, Σ_j 2·G_j) under G^{L1,θ}, max_j 2·G_j under G^{attr,1}. But an edge can straddle a
+  cluster boundary: x in cluster A, y in cluster B. Then q_hist changes by one in two cells
+  (L1 2), and q_sum changes in TWO clusters at once: A loses x − m and B gains y − m, an L1
+  change of ‖x − m‖₁ + ‖y − m‖₁, up to Σ_j 2·G_j. Centroids are arbitrary (earlier noisy
+  output), so a boundary may pass between two points as close as one likes near a corner of
+  the box, where both terms reach Σ_j G_j: the supremum over edges is Σ_j 2·G_j for
+  G^{L1,θ} whatever θ > 0, for G^{attr,c}, for partitions and for the full domain alike (a
+  record dropped for a missing value and replaced by a present one moves one cluster, by at
+  most Σ_j G_j). So under every Blowfish policy: q_hist 2 and q_sum 2·Σ_j G_j (L1), twice the
+  add/remove values. The θ the article uses, S(q_sum, G^{L1,θ}) = θ, holds for a plain sum,
+  not for sums per cluster: it ignores records that change cluster.
+
+  Could the public centroids tighten this per iteration? Only the cross-cluster term is large,
+  and it cannot fall below ε-DP's: whenever two cells of the Voronoi partition meet inside the
+  box, some edge of the box (a segment on which all coordinates but one are at a bound) holds a
+  point of their boundary (if every box edge lay in one cell, all corners would, and that cell,
+  convex, would be the whole box). Pairs straddling the boundary there have ‖x − m‖₁ + ‖y − m‖₁
+  close to 2·(Σ_j h_j − h_i) for the free coordinate i, so any sound per-iteration bound is at
+  least Σ_j 2·h_j − max_j 2·h_j: in three columns of equal range, 4/3 of the add/remove bound,
+  and the counts stay at 2. The engine therefore uses the global value.
+
+The published value
+-------------------
+``value`` is a list of rows, one per centroid: ``{"cluster": 1, "size": 612, "<column>":
+coordinate, ...}`` (a CSV holds it as one row per centroid: cluster, size, one column per
+coordinate); ``ci95`` is a list of the same rows with ``[low, high]`` in place of each number.
+``size`` is the last iteration's noisy count (at least 0): the records nearest to the centroid's
+position before its last update. A coordinate's interval covers, with probability ≥ 95% (a union
+bound over the last iteration's two 97.5% intervals, as for a mean), the mean of those records;
+a centroid kept for a small noisy count gets the whole range. ``parts`` lists every
+iteration's two mechanisms (ε, δ, sensitivity, noise scale); ``rule`` states the columns' rules,
+the start, the split, the shift, τ and the clamping.
+
+The preview's ``expected_abs_error`` and ``ci95_halfwidth`` are those of one coordinate of the
+widest column of a final centroid from the last iteration's noise alone, at the declared size
+with k equal clusters (as for a mean of n/k records); they leave out how far the noisy clustering
+is from the best one. A simulated objective ratio on a table of the declared shape is not
+computed yet (``simulated`` returns None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from privacy_engine.aggregates import Aggregate, CleanedNumbers, ClusterSums
+from privacy_engine.definitions import ApproxDP, Blowfish, Definition, PureDP
+from privacy_engine.errors import EngineValidationError
+from privacy_engine.exact_sums import float_up, sqrt_up
+from privacy_engine.kinds.base import (
+    Ask,
+    Mechanism,
+    PlanContext,
+    PlannedStatistic,
+    QueryKind,
+    StatisticResult,
+    cleaned_numbers,
+    count_interval,
+    integer_mechanism,
+    real_mechanism,
+    register,
+)
+from privacy_engine.schema import NumericColumn, Schema
+
+# Bounds on one request's work: every iteration is one more pass over the table.
+MIN_K = 2
+MAX_K = 20
+MAX_ITERATIONS = 20
+DEFAULT_ITERATIONS = 10
+# One Halton base per column.
+HALTON_BASES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29)
+MAX_COLUMNS = len(HALTON_BASES)
+# Each part of the last iteration is read at 97.5%, so a coordinate's interval holds at ≥ 95%.
+PART_COVERAGE = 0.975
+
+
+@dataclass(frozen=True)
+class KMeans:
+    """k centroids of the numeric ``columns`` after ``iterations`` private Lloyd iterations."""
+
+    columns: tuple[str, ...]
+    k: int
+    iterations: int = DEFAULT_ITERATIONS
+    weight: float = 1.0
+    kind: str = field(default="kmeans", init=False)
+    column: None = field(default=None, init=False)
+
+
+def _whole(value: Any, low: int, high: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and low <= value <= high
+
+
+def _numeric_columns(query: KMeans, schema: Schema) -> list[NumericColumn]:
+    columns = []
+    for name in query.columns:
+        column = schema.columns.get(name)
+        if not isinstance(column, NumericColumn):
+            shown = name if len(name) <= 60 else name[:57] + "…"
+            raise EngineValidationError.single(
+                "columns", f"'{shown}' is not a numeric column: k-means needs numeric columns"
+            )
+        columns.append(column)
+    return columns
+
+
+def radical_inverse(index: int, base: int) -> Fraction:
+    """The index-th term of van der Corput's sequence in ``base`` (exact)."""
+    result, scale = Fraction(0), Fraction(1, base)
+    while index:
+        index, digit = divmod(index, base)
+        result += digit * scale
+        scale /= base
+    return result
+
+
+def initial_centroids(columns: Sequence[NumericColumn], k: int) -> tuple[tuple[float, ...], ...]:
+    """Points 1..k of the Halton sequence (a base per column) scaled into the bounds: public,
+    reproducible, and independent of the data."""
+    return tuple(
+        tuple(
+            float(
+                Fraction(column.lower)
+                + (Fraction(column.upper) - Fraction(column.lower)) * radical_inverse(i, base)
+            )
+            for column, base in zip(columns, HALTON_BASES, strict=False)
+        )
+        for i in range(1, k + 1)
+    )
+
+
+def cluster_sums(
+    names: Sequence[str], schema: Schema, centroids: Sequence[Sequence[float]]
+) -> ClusterSums:
+    """One iteration's request: the columns with their declared rules, the public centroids."""
+    return ClusterSums(
+        columns=tuple(CleanedNumbers(**cleaned_numbers(name, schema)) for name in names),
+        centroids=tuple(tuple(float(x) for x in centre) for centre in centroids),
+    )
+
+
+def count_part_sensitivity(definition: Definition, rows_per_person: int = 1) -> int:
+    """Sensitivity of q_hist (L1, and L2 under (ε, δ)-DP): 1 per row under add/remove, 2 under
+    Blowfish (a record leaves one cluster and joins another)."""
+    if isinstance(definition, PureDP | ApproxDP):
+        return rows_per_person
+    if isinstance(definition, Blowfish):
+        return 2 * rows_per_person
+    raise TypeError(f"unsupported definition {definition!r}")
+
+
+def sum_part_sensitivity(
+    request: ClusterSums, definition: Definition, *, norm: str = "l1", rows_per_person: int = 1
+) -> float:
+    """Sensitivity of q_sum, the vector of every cluster's shifted sums (see the module): under
+    add/remove c·Σ_j G_j (L1) or c·√(Σ_j G_j²) (L2); under every Blowfish policy 2·Σ_j G_j (L1),
+    since a replacement along an edge can move a record from one cluster to another."""
+    steps = [request.step_bound(j) for j in range(len(request.columns))]
+    rows = Fraction(rows_per_person)
+    if isinstance(definition, PureDP | ApproxDP):
+        if norm == "l2":
+            return sqrt_up(rows * rows * sum(step * step for step in steps))
+        return float_up(rows * sum(steps))
+    if isinstance(definition, Blowfish):
+        return float_up(2 * rows * sum(steps))
+    raise TypeError(f"unsupported definition {definition!r}")
+
+
+def small_cluster_threshold(sum_part: Mechanism, request: ClusterSums) -> float:
+    """τ: at or below this noisy count a cluster keeps its previous centroid (see the module)."""
+    narrowest = min(float(request.half_range(j)) for j in range(len(request.columns)))
+    return max(1.0, sum_part.expected_abs_error / narrowest)
+
+
+def updated_centroids(
+    previous: Sequence[Sequence[float]],
+    noisy_counts: Sequence[int],
+    noisy_sums: Sequence[float],
+    request: ClusterSums,
+    threshold: float,
+) -> tuple[tuple[tuple[float, ...], ...], list[bool]]:
+    """The next centroids from one iteration's noisy answers (post-processing), and which
+    clusters were updated: m + S̃/ñ clamped to the bounds, or the previous centroid when
+    ñ ≤ ``threshold``. ``noisy_sums`` is cluster-major (cluster 0's columns first)."""
+    d = len(request.columns)
+    centroids, updated = [], []
+    for cluster, count in enumerate(noisy_counts):
+        if count <= threshold:
+            centroids.append(tuple(previous[cluster]))
+            updated.append(False)
+            continue
+        centre = []
+        for j, column in enumerate(request.columns):
+            value = float(request.midpoint(j)) + noisy_sums[cluster * d + j] / count
+            centre.append(min(column.upper, max(column.lower, value)))
+        centroids.append(tuple(centre))
+        updated.append(True)
+    return tuple(centroids), updated
+
+
+def noisy_round(
+    count_part: Mechanism, sum_part: Mechanism, answer: tuple[list[int], list[list[float]]]
+) -> tuple[list[int], list[float]]:
+    """One iteration's noise: the counts through ``count_part``, the cluster-major vector of
+    shifted sums through ``sum_part``."""
+    counts, sums = answer
+    noisy_counts = [int(v) for v in count_part.release(counts)]
+    noisy_sums = [float(v) for v in sum_part.release([s for row in sums for s in row])]
+    return noisy_counts, noisy_sums
+
+
+def _even_shares(total: float, parts: int) -> float:
+    """One share of ``total`` split evenly into ``parts`` whose exact sum never exceeds it."""
+    # Imported here: release.py imports the kinds.
+    from privacy_engine.release import split_epsilon
+
+    return min(split_epsilon(total, [1.0] * parts))
+
+
+class KMeansKind(QueryKind):
+    name = "kmeans"
+    query_type = KMeans
+    iterative = True
+
+    def parse(self, spec: Mapping[str, Any], weight: float) -> KMeans:
+        columns = spec.get("columns")
+        if (
+            not isinstance(columns, list)
+            or not 1 <= len(columns) <= MAX_COLUMNS
+            or not all(isinstance(c, str) for c in columns)
+            or len(set(columns)) != len(columns)
+        ):
+            raise EngineValidationError.single(
+                "columns",
+                f'name 1 to {MAX_COLUMNS} different numeric columns, e.g. ["r", "g", "b"]',
+            )
+        k = spec.get("k")
+        if not _whole(k, MIN_K, MAX_K):
+            raise EngineValidationError.single(
+                "k", f"must be a whole number of clusters from {MIN_K} to {MAX_K}"
+            )
+        iterations = spec.get("iterations", DEFAULT_ITERATIONS)
+        if not _whole(iterations, 1, MAX_ITERATIONS):
+            raise EngineValidationError.single(
+                "iterations", f"must be a whole number from 1 to {MAX_ITERATIONS}"
+            )
+        return KMeans(columns=tuple(columns), k=k, iterations=iterations, weight=weight)
+
+    def validate(self, query: KMeans, schema: Schema) -> None:
+        # Checked here too, for queries built in Python.
+        if not 1 <= len(query.columns) <= MAX_COLUMNS or len(set(query.columns)) != len(
+            query.columns
+        ):
+            raise EngineValidationError.single(
+                "columns", f"name 1 to {MAX_COLUMNS} different numeric columns"
+            )
+        if not _whole(query.k, MIN_K, MAX_K):
+            raise EngineValidationError.single("k", f"must be from {MIN_K} to {MAX_K}")
+        if not _whole(query.iterations, 1, MAX_ITERATIONS):
+            raise EngineValidationError.single("iterations", f"must be from 1 to {MAX_ITERATIONS}")
+        _numeric_columns(query, schema)
+
+    def to_dict(self, query: KMeans) -> dict[str, Any]:
+        return {"columns": list(query.columns), "k": query.k, "iterations": query.iterations}
+
+    def columns(self, query: KMeans) -> tuple[str, ...]:
+        return query.columns
+
+    def first_request(self, query: KMeans, schema: Schema) -> ClusterSums:
+        """The first iteration's request, around the public initial centroids."""
+        start = initial_centroids(_numeric_columns(query, schema), query.k)
+        return cluster_sums(query.columns, schema, start)
+
+    def sensitivity(self, query: KMeans, context: PlanContext) -> float:
+        """That of each iteration's sums, the part whose noise dominates the centroids."""
+        return sum_part_sensitivity(
+            self.first_request(query, context.schema),
+            context.definition,
+            norm=context.norm,
+            rows_per_person=context.rows_per_person,
+        )
+
+    def published_cells(self, query: KMeans, schema: Schema) -> int:
+        return query.k * (len(query.columns) + 1)
+
+    def noise_draws(self, query: KMeans, schema: Schema) -> int:
+        return query.iterations * query.k * (len(query.columns) + 1)
+
+    def plan(
+        self, query: KMeans, epsilon: float, delta: float, context: PlanContext
+    ) -> PlannedStatistic:
+        request = self.first_request(query, context.schema)
+        parts = 2 * query.iterations
+        share = _even_shares(epsilon, parts)
+        delta_share = _even_shares(delta, parts) if delta else 0.0
+        c = context.rows_per_person
+        count_part = integer_mechanism(
+            count_part_sensitivity(context.definition, c), share, delta_share, context
+        )
+        sum_part = real_mechanism(
+            self.sensitivity(query, context), share, delta_share, context, vector=True
+        )
+        expected, halfwidth = _centroid_accuracy(
+            request, count_part, sum_part, query.k, context.schema.declared_size
+        )
+        return PlannedStatistic(
+            query=query,
+            epsilon=epsilon,
+            delta=delta,
+            mechanism=f"{sum_part.name}+{count_part.name}",
+            sensitivity=sum_part.sensitivity,
+            noise_scale=sum_part.scale,
+            expected_abs_error=expected,
+            ci95_halfwidth=halfwidth,
+            mechanisms=(count_part, sum_part) * query.iterations,
+            note=(
+                "error of one centroid coordinate (widest column) from the last iteration's "
+                f"noise, at the declared size with {query.k} equal clusters; it leaves out how "
+                "far the noisy clustering is from the best one"
+                if expected is not None
+                else "declare the table's approximate size to see a centroid's expected error"
+            ),
+        )
+
+    def aggregates(self, query: KMeans, schema: Schema) -> list[Aggregate]:
+        return [self.first_request(query, schema)]
+
+    def release(
+        self, planned: PlannedStatistic, exact: Any, schema: Schema, common: dict[str, Any]
+    ) -> StatisticResult:
+        raise TypeError("k-means is answered in rounds: release.py calls release_rounds")
+
+    def release_rounds(
+        self,
+        planned: PlannedStatistic,
+        exact: tuple[list[int], list[list[float]]],
+        ask: Ask,
+        schema: Schema,
+        common: dict[str, Any],
+    ) -> StatisticResult:
+        query = planned.query
+        request = self.first_request(query, schema)
+        count_part, sum_part = planned.mechanisms[:2]
+        threshold = small_cluster_threshold(sum_part, request)
+        centroids = request.centroids
+        answer = exact
+        for iteration in range(query.iterations):
+            if iteration:
+                request = cluster_sums(query.columns, schema, centroids)
+                (answer,) = ask([request])
+            count_part, sum_part = planned.mechanisms[2 * iteration : 2 * iteration + 2]
+            noisy_counts, noisy_sums = noisy_round(count_part, sum_part, answer)
+            centroids, updated = updated_centroids(
+                centroids, noisy_counts, noisy_sums, request, threshold
+            )
+        value, ci95 = _published(
+            query, request, centroids, updated, noisy_counts, count_part, sum_part
+        )
+        rules = "; ".join(f"{name}: {schema.column(name).rule()}" for name in query.columns)
+        rule = (
+            f"{rules}; a record missing a value in a column without a fill is left out; "
+            f"{query.k} initial centroids from the Halton sequence over the declared bounds "
+            f"(independent of the data); {query.iterations} iterations, each with ε/"
+            f"{2 * query.iterations} for the counts per cluster and ε/{2 * query.iterations} "
+            "for the sums per cluster of each value minus the middle of its column's bounds; "
+            "the sensitivity covers a record moving from one cluster to another; a cluster "
+            f"whose noisy count is at most {threshold:.4g} keeps its previous centroid; "
+            "centroids clamped to the bounds; size is the last iteration's noisy count; each "
+            "coordinate's interval covers the mean of that cluster's records with probability "
+            "≥ 95% (a kept centroid gets the whole range)"
+        )
+        parts = [
+            {
+                "iteration": index // 2 + 1,
+                "role": "count" if index % 2 == 0 else "sum",
+                "mechanism": m.name,
+                "epsilon": m.epsilon_spent,
+                "delta": m.delta_spent,
+                "sensitivity": m.sensitivity,
+                "noise_scale": m.scale,
+            }
+            for index, m in enumerate(planned.mechanisms)
+        ]
+        return StatisticResult(
+            value=value,
+            ci95=ci95,
+            rule=rule,
+            parts=parts,
+            **{**common, "column": None, "columns": list(query.columns)},
+        )
+
+
+def _centroid_accuracy(
+    request: ClusterSums,
+    count_part: Mechanism,
+    sum_part: Mechanism,
+    k: int,
+    declared_size: int | None,
+) -> tuple[float | None, float | None]:
+    """(expected |error|, 95% half-width) of one coordinate of the widest column of a final
+    centroid from the last iteration's noise, with n/k records per cluster (see the module)."""
+    if declared_size is None:
+        return None, None
+    per_cluster = declared_size / k
+    widest = max(range(len(request.columns)), key=lambda j: request.half_range(j))
+    half = float(request.half_range(widest))
+    width = 2 * half
+    expected = (sum_part.expected_abs_error + half * count_part.expected_abs_error) / per_cluster
+    halfwidth = (
+        sum_part.halfwidth(PART_COVERAGE) + half * count_part.halfwidth(PART_COVERAGE)
+    ) / per_cluster
+    return min(expected, width), min(halfwidth, width)
+
+
+def _published(
+    query: KMeans,
+    request: ClusterSums,
+    centroids: Sequence[Sequence[float]],
+    updated: list[bool],
+    noisy_counts: list[int],
+    count_part: Mechanism,
+    sum_part: Mechanism,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One row per centroid (cluster, size, a coordinate per column) and its intervals."""
+    count_half = count_part.halfwidth()
+    sum_part_half = sum_part.halfwidth(PART_COVERAGE)
+    count_part_half = count_part.halfwidth(PART_COVERAGE)
+    value, ci95 = [], []
+    for cluster, (centre, was_updated, count) in enumerate(
+        zip(centroids, updated, noisy_counts, strict=True)
+    ):
+        size = max(0, count)
+        row: dict[str, Any] = {"cluster": cluster + 1, "size": size}
+        interval: dict[str, Any] = {
+            "cluster": cluster + 1,
+            "size": count_interval(size, count_half),
+        }
+        for j, (name, coordinate) in enumerate(zip(query.columns, centre, strict=True)):
+            column = request.columns[j]
+            row[name] = float(coordinate)
+            if was_updated:
+                spread = (sum_part_half + float(request.half_range(j)) * count_part_half) / count
+                interval[name] = [
+                    max(column.lower, coordinate - spread),
+                    min(column.upper, coordinate + spread),
+                ]
+            else:
+                interval[name] = [column.lower, column.upper]
+        value.append(row)
+        ci95.append(interval)
+    return value, ci95
+
+
+def objective(points: np.ndarray, centroids: Sequence[Sequence[float]]) -> float:
+    """k-means' objective (Equation 1): the sum over points of the squared distance to the nearest
+    centroid. For benchmarks and tests on known data; the engine never publishes it."""
+    best = np.full(len(points), np.inf)
+    for centre in np.asarray(centroids, dtype=float):
+        best = np.minimum(best, ((points - centre) ** 2).sum(axis=1))
+    return float(best.sum())
+
+
+KIND = register(KMeansKind())
