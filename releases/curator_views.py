@@ -499,23 +499,45 @@ def _bins_text(query: dict) -> str:
     return ", ".join(_edge_text(b) for b in bins or [])
 
 
+def _edges_text(edges) -> str:
+    return ", ".join(_edge_text(b) for b in edges or [])
+
+
+def _statistic_initial(query: dict) -> dict:
+    """A saved statistic as its row's initial values, which StatisticForm.to_query reads back
+    as the same statistic."""
+    kind = query["kind"]
+    initial = {
+        "kind": kind,
+        "column": query.get("column") or "",
+        "bins": _bins_text(query),
+        "quantiles": ", ".join(_edge_text(a) for a in query.get("quantiles", [])),
+        "weight": query.get("weight", 1),
+    }
+    if kind == "marginal":
+        first, second = [*(query.get("columns") or []), "", ""][:2]
+        initial.update(column=first, second_column=second)
+        bins = query.get("bins")
+        if isinstance(bins, dict) and first in bins and second in bins:
+            # Both columns numeric: each its own edges (looked up by name: a JSON object's
+            # order is not kept by every database).
+            initial.update(bins=_edges_text(bins[first]), second_bins=_edges_text(bins[second]))
+    elif kind == "kmeans":
+        initial.update(
+            columns=list(query.get("columns") or []),
+            k=query.get("k"),
+            iterations=query.get("iterations"),
+        )
+    return initial
+
+
 @curator_required
 def wizard_statistics(request, pk: int):
     release, done = _draft_or_status(request, pk)
     if done:
         return done
     columns = _usable_columns(release)
-    initial = [
-        {
-            "kind": q["kind"],
-            "column": q.get("column") or (q.get("columns") or [""])[0],
-            "second_column": (q.get("columns") or ["", ""])[1] if q["kind"] == "marginal" else "",
-            "bins": _bins_text(q),
-            "quantiles": ", ".join(_edge_text(a) for a in q.get("quantiles", [])),
-            "weight": q.get("weight", 1),
-        }
-        for q in release.queries
-    ]
+    initial = [_statistic_initial(q) for q in release.queries]
     formset = StatisticFormSet(
         request.POST or None,
         initial=initial,
@@ -533,7 +555,7 @@ def wizard_statistics(request, pk: int):
                 if parts[0] == "queries" and len(parts) > 2 and parts[1].isdigit():
                     form = live_forms[int(parts[1])]
                     for message in errors:
-                        form.add_error(parts[2] if parts[2] in form.fields else None, message)
+                        form.add_engine_error(".".join(parts[2:]), message)
                 elif parts[0] == "definition":
                     # The schema changed under the draft's definition: only the privacy step
                     # can fix it, and no statistics can be saved until then.

@@ -290,6 +290,9 @@ def _whole_number(text: str) -> int | str:
 
 # Bins of a range histogram when the curator gives none.
 DEFAULT_RANGE_BINS = 100
+# k-means: clusters and iterations the row starts with.
+DEFAULT_CLUSTERS = 4
+DEFAULT_ITERATIONS = 10
 
 
 class StatisticForm(forms.Form):
@@ -298,11 +301,35 @@ class StatisticForm(forms.Form):
     second_column = forms.ChoiceField(
         required=False, label="Table across", help_text="Tables: the column across the top."
     )
+    columns = forms.MultipleChoiceField(
+        required=False,
+        label="Columns of the clusters",
+        help_text="Clusters: the numeric columns whose centres are published (1 to 10).",
+        widget=forms.CheckboxSelectMultiple,
+    )
     bins = forms.CharField(
         required=False,
         label="Bins",
         help_text="Numeric histograms and tables with a numeric column: edges from lower to "
         "upper bound, e.g. 0, 18, 65, 100; histograms for any range: how many equal bins, e.g. 100",
+    )
+    second_bins = forms.CharField(
+        required=False,
+        label="Edges across",
+        help_text="Tables whose second column is numeric: its edges from lower to upper bound, "
+        "e.g. 0, 2, 5, 10",
+    )
+    k = forms.IntegerField(
+        required=False,
+        initial=DEFAULT_CLUSTERS,
+        label="k: number of clusters",
+        help_text="Clusters: how many centres, from 2 to 20.",
+    )
+    iterations = forms.IntegerField(
+        required=False,
+        initial=DEFAULT_ITERATIONS,
+        label="Iterations",
+        help_text="Clusters: rounds of the algorithm, from 1 to 20; each costs a share of ε.",
     )
     quantiles = forms.CharField(
         required=False,
@@ -325,6 +352,19 @@ class StatisticForm(forms.Form):
         self.numeric = set(numeric or [])
         self.fields["column"].choices = [("", "—")] + [(c, c) for c in columns or []]
         self.fields["second_column"].choices = self.fields["column"].choices
+        self.fields["columns"].choices = [(c, c) for c in numeric or []]
+
+    def _edge_fields(self, first: str, second: str) -> dict[str, str]:
+        """A table's numeric columns, each with the field holding its edges: with two, the first
+        column's in ``bins`` and the second's in ``second_bins``; with one, ``bins`` (or
+        ``second_bins`` when it is the second column and that field is filled)."""
+        if first in self.numeric and second in self.numeric:
+            return {first: "bins", second: "second_bins"}
+        if second in self.numeric:
+            return {second: "second_bins" if self.cleaned_data.get("second_bins") else "bins"}
+        if first in self.numeric:
+            return {first: "bins"}
+        return {}
 
     def to_query(self) -> dict | None:
         data = self.cleaned_data
@@ -333,10 +373,17 @@ class StatisticForm(forms.Form):
         query: dict = {"kind": data["kind"], "weight": data["weight"]}
         if data["kind"] == "marginal":
             query["columns"] = [data.get("column") or "", data.get("second_column") or ""]
-            if data.get("bins", "").strip():
-                # The edges cut whichever of the two columns is numeric.
-                edges = _numbers(data["bins"])
-                query["bins"] = {c: edges for c in query["columns"] if c in self.numeric} or edges
+            fields = self._edge_fields(*query["columns"])
+            bins = {c: _numbers(data[f]) for c, f in fields.items() if data.get(f, "").strip()}
+            if bins:
+                query["bins"] = bins
+            elif not fields and data.get("bins", "").strip():
+                query["bins"] = _numbers(data["bins"])  # no numeric column: the engine says so
+        elif data["kind"] == "kmeans":
+            query["columns"] = list(data.get("columns") or [])
+            query["k"] = data.get("k")  # None when cleared: the engine names the field
+            if data.get("iterations") is not None:
+                query["iterations"] = data["iterations"]
         elif data["kind"] != "count":
             query["column"] = data.get("column") or None
         if data["kind"] == "histogram" and data.get("bins", "").strip():
@@ -346,6 +393,18 @@ class StatisticForm(forms.Form):
         if data["kind"] == "range_histogram":
             query["bins"] = _whole_number(data.get("bins") or str(DEFAULT_RANGE_BINS))
         return query
+
+    def add_engine_error(self, field: str, message: str) -> None:
+        """The engine's message about the query's ``field``, shown at the input it came from
+        (a table's edges are refused per column, as ``bins.<column>``), else for the row."""
+        kind = self.cleaned_data.get("kind")
+        if field.startswith("bins.") and kind == "marginal":
+            first = self.cleaned_data.get("column") or ""
+            second = self.cleaned_data.get("second_column") or ""
+            field = self._edge_fields(first, second).get(field.removeprefix("bins."), "bins")
+        elif field == "columns" and kind != "kmeans":
+            field = ""  # a table's two columns: said for the row
+        self.add_error(field if field in self.fields else None, message)
 
 
 StatisticFormSet = forms.formset_factory(StatisticForm, extra=0, can_delete=True, min_num=1)

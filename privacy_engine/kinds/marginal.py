@@ -97,9 +97,13 @@ def _shown(name: str) -> str:
 def side_of(query: Marginal, index: int, schema: Schema) -> Side:
     name, edges = query.columns[index], query.bins[index]
     column = schema.columns.get(name)
+    # Each column's edges are their own field, so a form can show the error beside them.
+    field_name = f"bins.{name}"
     if isinstance(column, CategoricalColumn):
         if edges is not None:
-            raise EngineValidationError.single("bins", f"'{_shown(name)}' is categorical: no bins")
+            raise EngineValidationError.single(
+                field_name, f"'{_shown(name)}' is categorical: no bins"
+            )
         counts = CategoryCounts(
             column=name, categories=tuple(column.categories), other=column.other, fill=column.fill
         )
@@ -109,9 +113,9 @@ def side_of(query: Marginal, index: int, schema: Schema) -> Side:
     if isinstance(column, NumericColumn):
         if edges is None:
             raise EngineValidationError.single(
-                "bins", f"give bin edges for the numeric column '{_shown(name)}'"
+                field_name, f"give bin edges for the numeric column '{_shown(name)}'"
             )
-        check_edges(edges, column, "bins")
+        check_edges(edges, column, field_name)
         labels = bin_labels(edges)
         counts = BinCounts(**cleaned_numbers(name, schema), edges=edges)
         return Side(labels, column.rule(), counts, labels, drops_records(column))
@@ -158,7 +162,8 @@ class MarginalKind(QueryKind):
                 "bins", 'map a numeric column to its edges, e.g. {"age": [0, 18, 65, 100]}'
             )
         edges = tuple(
-            parse_edges(bins[name], "bins") if bins and name in bins else None for name in columns
+            parse_edges(bins[name], f"bins.{name}") if bins and name in bins else None
+            for name in columns
         )
         return Marginal(columns=(columns[0], columns[1]), weight=weight, bins=edges)
 

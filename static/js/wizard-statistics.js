@@ -7,6 +7,22 @@
   var body = document.querySelector("#statistics tbody");
   var template = document.getElementById("statistic-template");
   var total = form.querySelector("input[name$='-TOTAL_FORMS']");
+  var numericSource = document.getElementById("numeric-columns");
+  var numeric = numericSource ? JSON.parse(numericSource.textContent) : [];
+
+  // Shows a row's fields for its kind: [data-show-kinds] only for the kinds listed,
+  // [data-hide-kinds] for all but those, [data-numeric-second-column] only when the second
+  // column is numeric.
+  function showFields(row) {
+    var kind = row.querySelector("select[name$='-kind']").value;
+    var second = row.querySelector("select[name$='-second_column']").value;
+    Array.prototype.forEach.call(row.querySelectorAll("[data-show-kinds], [data-hide-kinds]"), function (part) {
+      var shown = part.dataset.showKinds ? part.dataset.showKinds.split(" ").indexOf(kind) >= 0 : true;
+      if (part.dataset.hideKinds && part.dataset.hideKinds.split(" ").indexOf(kind) >= 0) { shown = false; }
+      if (part.hasAttribute("data-numeric-second-column") && numeric.indexOf(second) < 0) { shown = false; }
+      part.hidden = !shown;
+    });
+  }
 
   function liveRows() {
     return Array.prototype.filter.call(body.querySelectorAll("tr.statistic-row"), function (row) {
@@ -37,10 +53,16 @@
     total.value = String(index + 1);
     var weight = body.lastElementChild.querySelector("input[name$='-weight']");
     if (!weight.value) { weight.value = "1"; }
+    showFields(body.lastElementChild);
     updateShares();
   });
   form.addEventListener("input", updateShares);
   form.addEventListener("change", updateShares);
+  form.addEventListener("change", function (event) {
+    var row = event.target.closest("tr.statistic-row");
+    if (row) { showFields(row); }
+  });
+  Array.prototype.forEach.call(body.querySelectorAll("tr.statistic-row"), showFields);
   updateShares();
 }());
 
@@ -55,22 +77,47 @@
   var numericSource = document.getElementById("numeric-columns");
   var numeric = numericSource ? JSON.parse(numericSource.textContent) : [];
 
+  function edges(text) {
+    return text.split(",").filter(function (b) { return b.trim(); }).map(function (b) { return parseFloat(b); });
+  }
+
+  function whole(text) {
+    return /^[0-9]+$/.test(text.trim()) ? parseInt(text, 10) : text;
+  }
+
   function rowQuery(row) {
     var kind = row.querySelector("select[name$='-kind']").value;
     var query = { kind: kind };
     var column = row.querySelector("select[name$='-column']").value;
     var bins = row.querySelector("input[name$='-bins']").value;
     if (kind === "marginal") {
-      query.columns = [column, row.querySelector("select[name$='-second_column']").value];
-      if (bins.trim()) {
-        // The edges cut whichever of the two columns is numeric (as the form does).
-        query.bins = {};
-        query.columns.forEach(function (name) {
-          if (numeric.indexOf(name) >= 0) {
-            query.bins[name] = bins.split(",").map(function (b) { return parseFloat(b); });
-          }
-        });
+      var second = row.querySelector("select[name$='-second_column']").value;
+      var secondBins = row.querySelector("input[name$='-second_bins']").value;
+      query.columns = [column, second];
+      // Each numeric column's edges from its own field (as the form does): with one numeric
+      // column, the bins cut it (or the edges across, if given, cut a numeric second column).
+      var texts = {};
+      if (numeric.indexOf(column) >= 0 && numeric.indexOf(second) >= 0) {
+        texts[column] = bins;
+        texts[second] = secondBins;
+      } else if (numeric.indexOf(second) >= 0) {
+        texts[second] = secondBins.trim() ? secondBins : bins;
+      } else if (numeric.indexOf(column) >= 0) {
+        texts[column] = bins;
       }
+      Object.keys(texts).forEach(function (name) {
+        if (texts[name].trim()) {
+          query.bins = query.bins || {};
+          query.bins[name] = edges(texts[name]);
+        }
+      });
+    } else if (kind === "kmeans") {
+      query.columns = Array.prototype.map.call(
+        row.querySelectorAll("input[type=checkbox][name$='-columns']:checked"),
+        function (box) { return box.value; });
+      query.k = whole(row.querySelector("input[name$='-k']").value);
+      var iterations = row.querySelector("input[name$='-iterations']").value;
+      if (iterations.trim()) { query.iterations = whole(iterations); }
     } else if (kind !== "count" && column) { query.column = column; }
     if (kind === "histogram" && bins.trim()) {
       query.bins = bins.split(",").map(function (b) { return parseFloat(b); });

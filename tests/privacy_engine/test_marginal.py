@@ -120,7 +120,7 @@ def test_a_table_has_the_sensitivity_of_a_histogram(definition, schema, sensitiv
         (["sex"], "columns", "name two different columns"),
         (["sex", "sex"], "columns", "name two different columns"),
         ("sex", "columns", "name two different columns"),
-        (["sex", "age"], "bins", "give bin edges for the numeric column 'age'"),
+        (["sex", "age"], "bins.age", "give bin edges for the numeric column 'age'"),
         (["sex", "nope"], "columns", "'nope' is neither a categorical nor a numeric column"),
     ],
 )
@@ -136,19 +136,24 @@ def test_a_bad_table_is_refused_naming_its_columns(columns, field, message):
 
 
 @pytest.mark.parametrize(
-    ("bins", "message"),
+    ("bins", "field", "message"),
     [
-        ({"age": [0, 50, 100]}, None),
-        ({"sex": [0, 1]}, "'sex' is categorical: no bins"),
-        ({"age": [0, 150]}, "the first and last edges must be the column's declared bounds"),
-        ({"age": [0, 50, 50, 100]}, "need at least two increasing edges"),
-        ({"age": ["a"]}, "must be a list of numbers"),
-        ({"other": [0, 1]}, "map a numeric column to its edges"),
-        ([0, 50, 100], "map a numeric column to its edges"),
-        ({}, "map a numeric column to its edges"),
+        ({"age": [0, 50, 100]}, None, None),
+        ({"sex": [0, 1]}, "bins.sex", "'sex' is categorical: no bins"),
+        (
+            {"age": [0, 150]},
+            "bins.age",
+            "the first and last edges must be the column's declared bounds",
+        ),
+        ({"age": [0, 50, 50, 100]}, "bins.age", "need at least two increasing edges"),
+        ({"age": ["a"]}, "bins.age", "must be a list of numbers"),
+        ({"other": [0, 1]}, "bins", "map a numeric column to its edges"),
+        ([0, 50, 100], "bins", "map a numeric column to its edges"),
+        ({}, "bins", "map a numeric column to its edges"),
     ],
 )
-def test_a_numeric_column_is_binned_by_edges_that_are_checked(bins, message):
+def test_a_numeric_column_is_binned_by_edges_that_are_checked(bins, field, message):
+    # Each column's edges are refused under their own field, the mapping as a whole under bins.
     query = {"kind": "marginal", "columns": ["sex", "age"], "bins": bins}
     if message is None:
         (planned,) = plan_release(
@@ -158,7 +163,7 @@ def test_a_numeric_column_is_binned_by_edges_that_are_checked(bins, message):
         return
     with pytest.raises(EngineValidationError) as refused:
         plan_release(schema=SCHEMA, definition={"kind": "pure_dp", "epsilon": 1.0}, queries=[query])
-    assert any(message in m for m in refused.value.errors["queries.0.bins"])
+    assert any(message in m for m in refused.value.errors[f"queries.0.{field}"])
 
 
 def test_binned_cells_follow_the_numeric_columns_rules():
