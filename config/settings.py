@@ -167,7 +167,23 @@ DASK_SCHEDULER_ADDRESS = env.str("DASK_SCHEDULER_ADDRESS", default="") or None
 # cache (default: each process's memory; e.g. redis://127.0.0.1:6379/1 to share one).
 PUBLIC_CACHE_SECONDS = env.int("PUBLIC_CACHE_SECONDS", default=300)
 PUBLIC_CACHE_GENERATION_SECONDS = env.float("PUBLIC_CACHE_GENERATION_SECONDS", default=0.0)
-CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
+CACHES = {
+    "default": env.cache_url("CACHE_URL", default="locmemcache://"),
+    # Rate-limit counters (releases/apis/throttles.py), apart from the public cache so pages
+    # never evict them: THROTTLE_CACHE_URL, else CACHE_URL, else each process's memory (then
+    # each process counts on its own: share one cache, e.g. Redis, behind several workers).
+    "throttle": (
+        env.cache_url("THROTTLE_CACHE_URL")
+        if env.str("THROTTLE_CACHE_URL", default="")
+        else env.cache_url("CACHE_URL")
+        if env.str("CACHE_URL", default="")
+        else {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": "throttle",
+            "OPTIONS": {"MAX_ENTRIES": 100_000},
+        }
+    ),
+}
 # Request bodies other than uploaded files (forms, JSON) Django reads into memory: above the API's
 # own cap (REST_FRAMEWORK["MAX_BODY_BYTES"]), so the API answers its cap in JSON naming "body".
 DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024**2
@@ -184,8 +200,8 @@ RELEASE_MAX_NOISE_DRAWS = env.int("RELEASE_MAX_NOISE_DRAWS", default=300_000)
 # hold every bin and its range API answers any range (65,536 bins would be megabytes of JSON).
 CATALOG_MAX_INLINE_BINS = env.int("CATALOG_MAX_INLINE_BINS", default=1024)
 # Ranges one client address may ask of published range histograms (API and page together): each
-# costs up to about 0.1 s of CPU and a query string bypasses the public cache. Counted in CACHES'
-# default cache (each process's own unless CACHE_URL names a shared one).
+# costs up to about 0.1 s of CPU and a query string bypasses the public cache. Counted per window
+# of the rate's period in CACHES["throttle"].
 RANGE_QUERY_RATE = env.str("RANGE_QUERY_RATE", default="120/min")
 DEFAULT_BUDGET_EPSILON = env.str("DEFAULT_BUDGET_EPSILON", default="1.0")
 DEFAULT_BUDGET_DELTA = env.str("DEFAULT_BUDGET_DELTA", default="0")
@@ -213,6 +229,12 @@ REST_FRAMEWORK = {
     "MAX_JSON_DEPTH": env.int("API_MAX_JSON_DEPTH", default=32),
     "DEFAULT_PAGINATION_CLASS": "releases.apis.pagination.Pagination",
     "PAGE_SIZE": env.int("API_PAGE_SIZE", default=20),
+    # Proxies in front of the app that append the client's address to X-Forwarded-For: the
+    # rate limits count the address the nearest trusted proxy saw. 0 (the default, or 1 behind
+    # BEHIND_TLS_PROXY) reads REMOTE_ADDR only, so a client cannot pick its address by a header.
+    "NUM_PROXIES": env.int(
+        "NUM_PROXIES", default=1 if env.bool("BEHIND_TLS_PROXY", default=False) else 0
+    ),
     "EXCEPTION_HANDLER": "releases.apis.errors.api_exception_handler",
 }
 

@@ -12,7 +12,7 @@ urlpatterns = [
     path("catalog/", public_cache(views.catalog_list), name="catalog"),
     path(
         "catalog/<slug:slug>/v<int:version>/",
-        public_cache(views.catalog_version),
+        public_cache(views.catalog_version, params=("statistic", "from", "to")),
         name="catalog-version",
     ),
     path("audit/", views.audit_page, name="audit"),

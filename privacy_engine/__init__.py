@@ -28,7 +28,7 @@ from privacy_engine.definitions import (
 )
 from privacy_engine.errors import EngineValidationError
 from privacy_engine.kinds.kmeans import KMeans
-from privacy_engine.kinds.range_histogram import range_answer
+from privacy_engine.kinds.range_histogram import PublishedRanges, range_answer, range_sum
 from privacy_engine.mechanisms import (
     ExactRelease,
     GaussianMechanism,
@@ -60,6 +60,7 @@ from privacy_engine.schema import (
     NumericColumn,
     Schema,
     check_declared_size,
+    format_number,
     schema_from_dict,
 )
 from privacy_engine.sensitivity import sensitivity
@@ -98,6 +99,7 @@ __all__ = [
     "NumericColumn",
     "OpenDPNoise",
     "PlannedStatistic",
+    "PublishedRanges",
     "PureDP",
     "Query",
     "RangePartition",
@@ -112,6 +114,7 @@ __all__ = [
     "definition_from_dict",
     "epsilon_for_accuracy",
     "epsilon_to_truth_probability",
+    "format_number",
     "geometric_expected_abs_error",
     "geometric_halfwidth",
     "geometric_tail",
@@ -126,6 +129,7 @@ __all__ = [
     "preview",
     "query_from_dict",
     "range_answer",
+    "range_sum",
     "release_stored_table",
     "run_queries",
     "schema_from_dict",

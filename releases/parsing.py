@@ -36,13 +36,19 @@ def _parse_iso_datetime(text: str) -> tuple[datetime | None, str | None]:
         return None, SINCE_RANGE_MESSAGE
 
 
+# Plain decimal notation only: float() would also read "1_0", Arabic-Indic or full-width digits
+# and padding, many spellings of one range that each miss the public cache.
+DECIMAL_NUMBER = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+# Longer text is no number a reader means (and float() of 100,000 digits costs time).
+MAX_NUMBER_TEXT = 40
+
+
 def parse_finite_number(text: str) -> float | None:
-    """A finite float from query-string text, or ``None`` for anything else ("nan", "inf",
-    "1e999", "", garbage)."""
-    try:
-        value = float(text)
-    except (ValueError, OverflowError):
+    """A finite float from query-string text in plain decimal notation (20, -1.5, 2e3), or
+    ``None`` for anything else ("nan", "inf", "1e999", "", "1_0", "٢", garbage)."""
+    if len(text) > MAX_NUMBER_TEXT or not DECIMAL_NUMBER.fullmatch(text):
         return None
+    value = float(text)
     return value if math.isfinite(value) else None
 
 

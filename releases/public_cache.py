@@ -1,13 +1,15 @@
 """Public catalog responses kept in the cache, so the pages everyone reads cost one lookup.
 
-A response is cached only for a request that carries no cookie at all (no session: nobody signed
-in, no flash message) and only if it is a 200 that sets no cookie; its key is the host, the full
-path and the catalog's *generation*, which changes whenever a version is published. The
+A response is cached only for a request that carries no session, CSRF, message or language
+cookie (nobody signed in, nothing personal on the page) and only if it is a 200 that sets no
+cookie; its key is the host, the path with the query parameters the view reads, and the
+catalog's *generation*, which changes whenever a version is published. The
 generation is one small query per request; with ``PUBLIC_CACHE_GENERATION_SECONDS`` > 0 a
 process reuses it for that long, and a new version then appears on cached pages within that time.
 """
 
 import hashlib
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -41,14 +43,34 @@ def catalog_generation() -> str:
     return value
 
 
-def public_cache(view: Callable) -> Callable:
-    """Serve a cookieless GET of ``view`` from the cache while the catalog is unchanged."""
+def _personal(request) -> bool:
+    """A request whose page may be someone's own: it carries a session, a CSRF token, a flash
+    message or a language choice. Any other cookie (a tracker's) does not change the page."""
+    names = (
+        settings.SESSION_COOKIE_NAME,
+        settings.CSRF_COOKIE_NAME,
+        settings.LANGUAGE_COOKIE_NAME,
+        "messages",
+    )
+    return any(name in request.COOKIES for name in names)
+
+
+def public_cache(view: Callable, *, params: tuple[str, ...] | None = None) -> Callable:
+    """Serve an anonymous GET of ``view`` from the cache while the catalog is unchanged. With
+    ``params``, the query parameters the view reads, the key holds only those (in that order,
+    the last value of each, as the view reads them): other parameters, added to dodge the cache,
+    cost nothing."""
 
     @wraps(view)
     def cached(request, *args, **kwargs):
-        if request.method != "GET" or request.COOKIES or not settings.PUBLIC_CACHE_SECONDS:
+        if request.method != "GET" or _personal(request) or not settings.PUBLIC_CACHE_SECONDS:
             return view(request, *args, **kwargs)
-        raw = f"{request.get_host()}\n{request.get_full_path()}\n{catalog_generation()}"
+        if params is None:
+            asked = request.get_full_path()
+        else:
+            chosen = {name: request.GET[name] for name in params if name in request.GET}
+            asked = f"{request.path}\n{json.dumps(chosen)}"
+        raw = f"{request.get_host()}\n{asked}\n{catalog_generation()}"
         key = "public:" + hashlib.sha256(raw.encode()).hexdigest()
         response = cache.get(key)
         if response is not None:

@@ -1,6 +1,7 @@
 """Reads: querysets scoped to who is asking, and derived figures such as budgets."""
 
-import functools
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -9,7 +10,7 @@ from django.db.models import Q, QuerySet, Sum
 from django.urls import reverse
 
 from accounts.roles import Role, user_has_role
-from privacy_engine import range_answer
+from privacy_engine import PublishedRanges
 from releases.models import AuditEvent, Dataset, LedgerEntry, NoisyAnswer, Release
 
 # The statistic kind whose page shows a range tool instead of a row per bin.
@@ -141,7 +142,29 @@ def cell_interval(statistic: dict, cell: str) -> tuple[Any, Any]:
 
 def _in_published_order(statistic: dict) -> dict:
     """A stored statistic with its cells in the published order: the database may have reordered
-    the keys of ``value`` and ``ci95`` (PostgreSQL's jsonb does), ``cells`` keeps the order."""
+    the keys of ``value`` and ``ci95`` (PostgreSQL's jsonb does), ``cells`` keeps the order. A
+    statistic of rows (k-means' centroids) gets each row's keys back in the published order:
+    ``cluster``, ``size``, then its ``columns``."""
+    if isinstance(statistic.get("value"), list):
+        order = ["cluster", "size", *(statistic.get("columns") or [])]
+
+        def ordered(row: Any) -> Any:
+            if not isinstance(row, dict):
+                return row
+            return {
+                **{key: row[key] for key in order if key in row},
+                **{key: value for key, value in row.items() if key not in order},
+            }
+
+        return {
+            **statistic,
+            "value": [ordered(row) for row in statistic["value"]],
+            "ci95": (
+                [ordered(row) for row in statistic["ci95"]]
+                if isinstance(statistic.get("ci95"), list)
+                else statistic.get("ci95")
+            ),
+        }
     cells = statistic.get("cells")
     if not cells or not isinstance(statistic.get("value"), dict):
         return statistic
@@ -188,7 +211,7 @@ def catalog_statistics(*, release: Release, max_inline_bins: int) -> list[dict]:
 
 def release_statistics(*, release: Release) -> list[dict]:
     """A published release's statistics in query order, with a display label and, for values
-    with cells (histograms, vectors of sums), rows built for templates."""
+    with cells (histograms, vectors of sums, k-means' centroids), rows built for templates."""
     statistics = release_answer_statistics(release=release)
     for stat in statistics:
         stat["label"] = stat["column"] or ", ".join(stat.get("columns") or [])
@@ -196,6 +219,9 @@ def release_statistics(*, release: Release) -> list[dict]:
         if stat["kind"] == RANGE_KIND:
             # Thousands of bins: the page shows a chart and a range tool, the files every bin.
             stat["cell_rows"] = None
+            continue
+        if stat["kind"] == KMEANS_KIND:
+            _cluster_rows(stat)
             continue
         # Rows built here, not looked up in a template: a category named like a dict method
         # ("items", "keys") would otherwise shadow it.
@@ -213,6 +239,74 @@ def release_statistics(*, release: Release) -> list[dict]:
             else None
         )
     return statistics
+
+
+# The statistic kind whose value is a list of centroids, one row each.
+KMEANS_KIND = "kmeans"
+
+
+def _cluster_rows(stat: dict) -> None:
+    """k-means' centroids for templates: ``cluster_rows``, one per centroid with its size and a
+    coordinate per column, each with its 95% interval; ``cell_rows``, the same numbers one per
+    line ("cluster 1: size", "cluster 1: r", …) for pages that list cells; and ``clusters``,
+    what was clustered (columns, k, iterations)."""
+    columns = list(stat.get("columns") or [])
+    stat["title"] = "Clusters (k-means)"
+    rows = []
+    for row, interval in zip(stat["value"], stat["ci95"], strict=True):
+        size_low, size_high = interval["size"]
+        rows.append(
+            {
+                "cluster": row["cluster"],
+                "size": row["size"],
+                "size_low": size_low,
+                "size_high": size_high,
+                "coordinates": [
+                    {
+                        "column": name,
+                        "value": row[name],
+                        "low": interval[name][0],
+                        "high": interval[name][1],
+                    }
+                    for name in columns
+                ],
+            }
+        )
+    stat["cluster_rows"] = rows
+    stat["cell_rows"] = [
+        cell
+        for row in rows
+        for cell in [
+            {
+                "label": f"cluster {row['cluster']}: size",
+                "value": row["size"],
+                "low": row["size_low"],
+                "high": row["size_high"],
+            },
+            *(
+                {
+                    "label": f"cluster {row['cluster']}: {c['column']}",
+                    "value": c["value"],
+                    "low": c["low"],
+                    "high": c["high"],
+                }
+                for c in row["coordinates"]
+            ),
+        ]
+    ]
+    iterations = max((part.get("iteration", 0) for part in stat.get("parts") or []), default=0)
+    stat["clusters"] = {
+        "columns": columns,
+        "columns_text": (
+            columns[0]
+            if len(columns) == 1
+            else ", ".join(columns[:-1]) + " and " + columns[-1]
+            if columns
+            else ""
+        ),
+        "k": len(rows),
+        "iterations": iterations or None,
+    }
 
 
 def dataset_columns_from_data(*, dataset: Dataset) -> list[str]:
@@ -244,18 +338,38 @@ def release_range_answer(
     only. Raises :class:`EngineValidationError` naming ``from`` or ``to``."""
     if position > POSITION_MAX:  # beyond the column's range: no such statistic
         return None
-    statistic = _published_statistic(release.series.slug, release.version, position)
-    if statistic is None or statistic.get("kind") != RANGE_KIND:
-        return None
-    return range_answer(statistic, low, high)
+    published = _published_ranges(release.series.slug, release.version, position)
+    return None if published is None else published.answer(low, high)
 
 
-@functools.lru_cache(maxsize=4)
-def _published_statistic(slug: str, version: int, position: int) -> dict | None:
-    """A published version's stored statistic, decoded once per process: a range histogram's
-    is up to megabytes of JSON, and a published version never changes (the caller checked that
-    it is published; the slug's random part keeps the key unique)."""
-    answer = NoisyAnswer.objects.filter(
+# Range histograms kept decoded per process (a published version never changes): compact, about
+# 0.5 MB each at 65,536 bins, so a client cycling statistics cannot churn out a busy one cheaply.
+PUBLISHED_RANGES_KEPT = 16
+_published_ranges_kept: OrderedDict[tuple[str, int, int], PublishedRanges] = OrderedDict()
+_published_ranges_lock = threading.Lock()
+
+
+def _published_ranges(slug: str, version: int, position: int) -> PublishedRanges | None:
+    """A published version's range histogram at ``position``, decoded once per process; None
+    (and nothing kept) when that statistic is missing or of another kind. The caller checked
+    that the version is published; the slug's random part keeps the key unique."""
+    key = (slug, version, position)
+    with _published_ranges_lock:
+        if key in _published_ranges_kept:
+            _published_ranges_kept.move_to_end(key)
+            return _published_ranges_kept[key]
+    answers = NoisyAnswer.objects.filter(
         release__series__slug=slug, release__version=version, position=position
-    ).first()
-    return None if answer is None else answer.statistic
+    )
+    # The kind first: another kind's statistic is never decoded for a range request.
+    if not answers.filter(statistic__kind=RANGE_KIND).exists():
+        return None
+    statistic = answers.values_list("statistic", flat=True).first()
+    if statistic is None:
+        return None
+    published = PublishedRanges.from_statistic(statistic)
+    with _published_ranges_lock:
+        _published_ranges_kept[key] = published
+        while len(_published_ranges_kept) > PUBLISHED_RANGES_KEPT:
+            _published_ranges_kept.popitem(last=False)
+    return published

@@ -27,12 +27,12 @@ urlpatterns = [
     path("catalog/", public_cache(views.CatalogListApi.as_view()), name="api-catalog"),
     path(
         "catalog/<slug:slug>/versions/<int:version>/",
-        public_cache(views.CatalogVersionApi.as_view()),
+        public_cache(views.CatalogVersionApi.as_view(), params=("format",)),
         name="api-catalog-version",
     ),
     path(
         "catalog/<slug:slug>/versions/<int:version>/statistics/<int:position>/range/",
-        public_cache(views.CatalogRangeApi.as_view()),
+        public_cache(views.CatalogRangeApi.as_view(), params=("from", "to", "format")),
         name="api-catalog-range",
     ),
     path(

@@ -11,8 +11,8 @@ from django.http import Http404
 from django.shortcuts import render
 
 from accounts.roles import Role, user_has_role
-from privacy_engine import EngineValidationError, NumericColumn
-from privacy_engine.kinds.range_histogram import bin_edges
+from privacy_engine import EngineValidationError, NumericColumn, format_number
+from privacy_engine.kinds.range_histogram import bin_edges, range_sum
 from releases import selectors
 from releases.apis.throttles import RangeQueryThrottle
 from releases.parsing import audit_filters_parse, range_params_parse, text_param_problem
@@ -68,8 +68,9 @@ def range_bar_bins(bins: int) -> int:
 
 def _range_chart(index: int, stat: dict) -> dict:
     """A range histogram's bins as bars on the column's own axis, each as wide as its bins: one
-    bin per bar, or beyond RANGE_CHART_BARS the sum of neighbouring bins, clamped at 0 like any
-    range's answer (post-processing of the published bins)."""
+    bin per bar, or beyond RANGE_CHART_BARS the sum of neighbouring bins; a bar is a range, so
+    it is clamped at 0 and summed like any range's answer (post-processing of the published
+    bins)."""
     tree = stat["tree"]
     edges = bin_edges(NumericColumn(lower=tree["lower"], upper=tree["upper"]), tree["bins"])
     values = [stat["value"][cell] for cell in stat["cells"]]
@@ -84,16 +85,15 @@ def _range_chart(index: int, stat: dict) -> dict:
         "x_axis": plotly_text(stat["label"]),
         "x": [(a + b) / 2 for a, b in itertools.pairwise(bar_edges)],
         "width": [b - a for a, b in itertools.pairwise(bar_edges)],
-        "values": [max(0.0, math.fsum(values[i : i + per_bar])) for i in starts]
-        if per_bar > 1
-        else values,
+        "values": [max(0.0, range_sum(values[i : i + per_bar])) for i in starts],
         "minus": [],
         "plus": [],
     }
     if len(values) <= RANGE_ERROR_BARS:
         intervals = [selectors.cell_interval(stat, cell) for cell in stat["cells"]]
-        chart["minus"] = [v - low for v, (low, _) in zip(values, intervals, strict=True)]
-        chart["plus"] = [high - v for v, (_, high) in zip(values, intervals, strict=True)]
+        shown = chart["values"]
+        chart["minus"] = [max(0.0, v - low) for v, (low, _) in zip(shown, intervals, strict=True)]
+        chart["plus"] = [high - v for v, (_, high) in zip(shown, intervals, strict=True)]
     return chart
 
 
@@ -123,15 +123,77 @@ def _table_chart(index: int, stat: dict) -> dict:
     }
 
 
+# A cluster's marker is at most this wide (px); the largest cluster gets it, the others an area
+# in proportion to their size, at least CLUSTER_MARKER_MIN wide so an empty one still shows.
+CLUSTER_MARKER_MAX = 48
+CLUSTER_MARKER_MIN = 8
+
+
+def _clusters_chart(index: int, stat: dict) -> dict:
+    """k-means' centroids: with two or more columns, a scatter of the first two coordinates,
+    each marker's area in proportion to its cluster's published size, with the coordinates'
+    95% intervals as error bars; with one column, a dot per cluster on the column's axis. The
+    hover text lists every coordinate and the size, each with its interval."""
+    columns = list(stat["columns"])
+    rows = stat["cluster_rows"]
+    largest = max((row["size"] for row in rows), default=0)
+    diameters = [
+        max(
+            CLUSTER_MARKER_MIN,
+            CLUSTER_MARKER_MAX * math.sqrt(row["size"] / largest) if largest > 0 else 0,
+        )
+        for row in rows
+    ]
+
+    def axis(position: int) -> dict:
+        coordinates = [row["coordinates"][position] for row in rows]
+        return {
+            "values": [c["value"] for c in coordinates],
+            "minus": [c["value"] - c["low"] for c in coordinates],
+            "plus": [c["high"] - c["value"] for c in coordinates],
+        }
+
+    def hover(row: dict) -> str:
+        lines = [
+            f"cluster {row['cluster']}",
+            f"size {row['size']:,} (95%: {row['size_low']:,} – {row['size_high']:,})",
+            *(
+                plotly_text(c["column"])
+                + f" {c['value']:.4g} (95%: {c['low']:.4g} – {c['high']:.4g})"
+                for c in row["coordinates"]
+            ),
+        ]
+        return "<br>".join(lines)
+
+    chart = {
+        "id": f"chart-{index}",
+        "clusters": True,
+        "title": plotly_text(f"{stat['title']} of {stat['label']}"),
+        "names": [f"cluster {row['cluster']}" for row in rows],
+        "sizes": [row["size"] for row in rows],
+        "marker_sizes": [round(d, 2) for d in diameters],
+        "hover": [hover(row) for row in rows],
+        "x_axis": plotly_text(columns[0]),
+        "x": axis(0),
+    }
+    if len(columns) > 1:
+        chart["y_axis"] = plotly_text(columns[1])
+        chart["y"] = axis(1)
+    return chart
+
+
 def _chart_data(statistics: list[dict]) -> list[dict]:
-    """Histogram bars with asymmetric 95% error bars, for the page's Plotly script. Every text
-    from curator input (category and column names) is escaped by :func:`plotly_text`."""
+    """Histogram bars with asymmetric 95% error bars, tables as heatmaps and k-means' centroids
+    as a scatter, for the page's Plotly script. Every text from curator input (category and
+    column names) is escaped by :func:`plotly_text`."""
     charts = []
     for index, stat in enumerate(statistics):
         if stat["kind"] == selectors.RANGE_KIND:
             charts.append(_range_chart(index, stat))
         elif stat["kind"] == "marginal":
             charts.append(_table_chart(index, stat))
+        elif stat["kind"] == selectors.KMEANS_KIND:
+            charts.append(_clusters_chart(index, stat))
         elif isinstance(stat["value"], dict):
             labels = list(stat["value"])
             values = [stat["value"][label] for label in labels]
@@ -161,15 +223,15 @@ def catalog_version(request, slug: str, version: int):
     release = selectors.release_get_published(slug=slug, version=version)
     if release is None:
         raise Http404("No published release with this name and version.")
-    statistics = selectors.release_statistics(release=release)
     position, bounds, errors = _range_request(request.GET)
-    status = 200
+    status, wait = 200, None
     throttle = RangeQueryThrottle()
     if position is not None and not throttle.allow_request(request, None):
         # The reader's own address asked too many ranges: the page without an answer.
-        wait = math.ceil(throttle.wait() or 1)
+        wait = math.ceil(throttle.wait())
         position, bounds, status = None, None, 429
         errors = [f"Too many ranges asked from your address: try again in {wait} s."]
+    statistics = selectors.release_statistics(release=release)
     ranges = [i for i, stat in enumerate(statistics) if stat["kind"] == selectors.RANGE_KIND]
     if position is not None and position not in ranges:
         errors = [f"Statistic {position} is not a histogram for any range."]
@@ -177,15 +239,18 @@ def catalog_version(request, slug: str, version: int):
         is_range = index in ranges
         stat["chart_id"] = f"chart-{index}" if stat["cell_rows"] is not None or is_range else None
         if is_range:
-            stat["bar_bins"] = range_bar_bins(stat["tree"]["bins"])
-            stat["bins_text"] = f"{stat['tree']['bins']:,}"
+            bins = stat["tree"]["bins"]
+            stat["bar_bins"] = range_bar_bins(bins)
+            stat["bins_text"] = f"{bins:,}"
+            # The last bar sums what is left when the bars do not divide the bins evenly.
+            stat["last_bar_bins"] = bins % stat["bar_bins"]
             asked = index == position
             stat["range"] = _range_tool(
                 release, index, stat, bounds if asked else None, errors if asked else []
             )
     files = selectors.release_file_links(release=release)
     other_versions = selectors.release_list_published().filter(series=release.series)
-    return render(
+    response = render(
         request,
         "catalog/version.html",
         {
@@ -199,6 +264,9 @@ def catalog_version(request, slug: str, version: int):
         },
         status=status,
     )
+    if wait is not None:
+        response["Retry-After"] = str(wait)
+    return response
 
 
 def _range_request(params) -> tuple[int | None, tuple[float, float] | None, list[str]]:
@@ -223,9 +291,15 @@ def _range_tool(release, index: int, stat: dict, bounds, errors: list[str]) -> d
     if bounds is not None and not errors:
         tool["from"], tool["to"] = bounds
         try:
-            tool["answer"] = selectors.release_range_answer(
+            answer = selectors.release_range_answer(
                 release=release, position=index, low=bounds[0], high=bounds[1]
             )
+            tool["answer"] = answer and {
+                **answer,
+                "from_text": format_number(answer["from"]),
+                "to_text": format_number(answer["to"]),
+                "bins_text": f"{answer['bins']:,}",
+            }
         except EngineValidationError as error:
             tool["errors"] = [
                 f"{field.capitalize()}: {' '.join(m)}." for field, m in error.errors.items()

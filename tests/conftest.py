@@ -43,12 +43,18 @@ def _celery_eager_in_process(settings):
 
 @pytest.fixture(autouse=True)
 def _empty_public_cache():
-    """Each test starts with no cached catalog response (each has its own database)."""
+    """Each test starts with no cached catalog response (each has its own database) and no
+    request counted against a rate limit."""
+    from django.core.cache import caches
+
+    from releases.apis.throttles import THROTTLE_CACHE
     from releases.public_cache import public_cache_reset
 
     public_cache_reset()
+    caches[THROTTLE_CACHE].clear()
     yield
     public_cache_reset()
+    caches[THROTTLE_CACHE].clear()
 
 
 @pytest.fixture(autouse=True)

@@ -238,43 +238,78 @@ def _interval(value: float, halfwidth: float) -> list[float]:
     return [max(0.0, value - halfwidth), max(0.0, value + halfwidth)]
 
 
-def range_answer(statistic: Mapping[str, Any], low: float, high: float) -> dict[str, Any]:
-    """The records with values from ``low`` to ``high`` in a published range histogram (its
-    JSON, as :meth:`StatisticResult.to_dict` writes it), widened to whole bins: the bins from the
-    one holding ``low`` to the one holding values just below ``high``. Returns the range answered
-    (``from``, ``to``: bin edges), the sum of its published bins clamped at 0 and its 95% interval.
-    Reads only what is published (post-processing); ``low`` and ``high`` are public choices."""
-    tree = statistic["tree"]
-    lower, upper, bins = float(tree["lower"]), float(tree["upper"]), int(tree["bins"])
-    if not (math.isfinite(low) and math.isfinite(high)) or low >= high:
-        raise EngineValidationError.single("to", "must be a number above from")
-    if high <= lower or low >= upper:
-        raise EngineValidationError.single(
-            "from", f"the range must overlap {format_number(lower)} to {format_number(upper)}"
+@dataclass(frozen=True)
+class PublishedRanges:
+    """What answering ranges of a published range histogram needs, compact: its tree and noise
+    (public), and its bins' published values as one float array (0.5 MB for 65,536 bins, where
+    the decoded JSON takes about 26 MB), so a web process can keep several at hand."""
+
+    lower: float
+    upper: float
+    shape: ranges.TreeShape
+    noise: str
+    noise_scale: float
+    values: np.ndarray = field(repr=False)
+
+    @classmethod
+    def from_statistic(cls, statistic: Mapping[str, Any]) -> PublishedRanges:
+        """From a published range histogram's JSON, as :meth:`StatisticResult.to_dict` writes
+        it."""
+        tree = statistic["tree"]
+        cells: Sequence[str] = statistic.get("cells") or list(statistic["value"])
+        values = np.fromiter((float(statistic["value"][cell]) for cell in cells), np.float64)
+        return cls(
+            lower=float(tree["lower"]),
+            upper=float(tree["upper"]),
+            shape=ranges.TreeShape(
+                bins=int(tree["bins"]),
+                branching=tree["branching"],
+                levels=int(tree["levels"]),
+                rooted=bool(tree.get("rooted", True)),
+            ),
+            noise=str(tree["noise"]),
+            noise_scale=float(statistic["noise_scale"]),
+            values=values,
         )
-    edges = bin_edges(NumericColumn(lower=lower, upper=upper), bins)
-    first = min(bins - 1, max(0, bisect.bisect_right(edges, low) - 1))
-    last = min(bins - 1, max(first, bisect.bisect_left(edges, high) - 1))
-    cells: Sequence[str] = statistic.get("cells") or list(statistic["value"])
-    total = sum(float(statistic["value"][cell]) for cell in cells[first : last + 1])
-    shape = ranges.TreeShape(
-        bins=bins,
-        branching=tree["branching"],
-        levels=int(tree["levels"]),
-        rooted=bool(tree.get("rooted", True)),
-    )
-    halfwidth = ranges.error_halfwidth(
-        ranges.range_weights(shape, first, last),
-        str(tree["noise"]),
-        float(statistic["noise_scale"]),
-    )
-    return {
-        "from": edges[first],
-        "to": edges[last + 1],
-        "bins": last - first + 1,
-        "value": max(0.0, total),
-        "ci95": _interval(total, halfwidth),
-    }
+
+    def answer(self, low: float, high: float) -> dict[str, Any]:
+        """The records with values from ``low`` to ``high``, widened to whole bins: the bins
+        from the one holding ``low`` to the one holding values just below ``high``. Returns the
+        range answered (``from``, ``to``: bin edges), the sum of its published bins clamped at 0
+        and its 95% interval. Reads only what is published (post-processing); ``low`` and
+        ``high`` are public choices."""
+        lower, upper, bins = self.lower, self.upper, self.shape.bins
+        if not (math.isfinite(low) and math.isfinite(high)) or low >= high:
+            raise EngineValidationError.single("to", "must be a number above from")
+        if high <= lower or low >= upper:
+            raise EngineValidationError.single(
+                "from", f"the range must overlap {format_number(lower)} to {format_number(upper)}"
+            )
+        edges = bin_edges(NumericColumn(lower=lower, upper=upper), bins)
+        first = min(bins - 1, max(0, bisect.bisect_right(edges, low) - 1))
+        last = min(bins - 1, max(first, bisect.bisect_left(edges, high) - 1))
+        total = range_sum(self.values[first : last + 1])
+        halfwidth = ranges.error_halfwidth(
+            ranges.range_weights(self.shape, first, last), self.noise, self.noise_scale
+        )
+        return {
+            "from": edges[first],
+            "to": edges[last + 1],
+            "bins": last - first + 1,
+            "value": max(0.0, total),
+            "ci95": _interval(total, halfwidth),
+        }
+
+
+def range_sum(values: Sequence[float] | np.ndarray) -> float:
+    """The sum of consecutive published bins, before clamping at 0: correctly rounded, so that
+    a range's answer and a chart's bar over the same bins agree to the last digit."""
+    return math.fsum(values)
+
+
+def range_answer(statistic: Mapping[str, Any], low: float, high: float) -> dict[str, Any]:
+    """:meth:`PublishedRanges.answer` of a published range histogram's JSON."""
+    return PublishedRanges.from_statistic(statistic).answer(low, high)
 
 
 KIND = register(RangeHistogramKind())

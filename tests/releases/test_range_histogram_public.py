@@ -184,3 +184,184 @@ def test_a_range_request_for_no_range_histogram_is_said_once(
     html = response.content.decode()
     assert html.count(message) == 1, html
     assert "Records from" not in html
+
+
+def test_a_header_naming_another_address_neither_escapes_the_limit_nor_locks_others_out(
+    anonymous_client, published, settings
+):
+    # given two ranges a minute, and no trusted proxy (the default)
+    settings.RANGE_QUERY_RATE = "2/min"
+    api = f"/api/v1/catalog/{published.series.slug}/versions/1/statistics/1/range/?from=1&to="
+
+    # when one address asks five ranges, each claiming another address by X-Forwarded-For
+    answers = [
+        anonymous_client.get(api + str(9 + i), HTTP_X_FORWARDED_FOR=f"10.0.0.{i}").status_code
+        for i in range(5)
+    ]
+
+    # then its own address is counted: the third is refused
+    assert answers == [200, 200, 429, 429, 429]
+    # and the address it named is not locked out
+    assert anonymous_client.get(api + "30", REMOTE_ADDR="10.0.0.3").status_code == 200
+
+
+def test_behind_a_trusted_proxy_the_address_it_saw_is_counted(
+    anonymous_client, published, settings
+):
+    # given one proxy in front, which appends the address it saw to X-Forwarded-For
+    settings.RANGE_QUERY_RATE = "1/min"
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    api = f"/api/v1/catalog/{published.series.slug}/versions/1/statistics/1/range/?from=1&to="
+    proxy = {"REMOTE_ADDR": "10.1.1.1"}
+
+    # when two clients come through it, one writing a header of its own before the proxy's
+    first = anonymous_client.get(api + "9", HTTP_X_FORWARDED_FOR="198.51.100.1", **proxy)
+    spoofed = anonymous_client.get(
+        api + "10", HTTP_X_FORWARDED_FOR="203.0.113.9, 198.51.100.1", **proxy
+    )
+    other = anonymous_client.get(api + "11", HTTP_X_FORWARDED_FOR="198.51.100.2", **proxy)
+
+    # then the address the proxy saw is what counts
+    assert (first.status_code, spoofed.status_code, other.status_code) == (200, 429, 200)
+
+
+def test_the_count_survives_a_full_public_cache(anonymous_client, published, settings):
+    from django.core.cache import cache
+
+    # given an address that used its two ranges
+    settings.RANGE_QUERY_RATE = "2/min"
+    api = f"/api/v1/catalog/{published.series.slug}/versions/1/statistics/1/range/?from=1&to="
+    assert [anonymous_client.get(api + to).status_code for to in ("9", "10")] == [200, 200]
+
+    # when the public cache is emptied (as many pages evicting its entries would)
+    cache.clear()
+
+    # then the address is still refused: its count is kept apart
+    assert anonymous_client.get(api + "11").status_code == 429
+
+
+def test_the_limit_holds_under_concurrent_requests(published, settings):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.test import Client
+
+    # given five ranges a minute
+    settings.RANGE_QUERY_RATE = "5/min"
+    api = f"/api/v1/catalog/{published.series.slug}/versions/1/statistics/1/range/?from=1&to="
+
+    # when one address sends twenty at once
+    def ask(i: int) -> int:
+        return Client().get(api + str(10 + i)).status_code
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(ask, range(20)))
+
+    # then exactly five get past the limit (the count is one atomic increment per request;
+    # the threads' own database connections do not see this test's release, so those five are
+    # 404s: the limit is checked before the database is read)
+    assert answers.count(429) == 15
+    assert len(answers) - answers.count(429) == 5
+
+
+def test_a_refused_page_says_when_to_come_back_and_skips_the_work(
+    anonymous_client, published, settings, monkeypatch
+):
+    from releases import selectors
+
+    settings.RANGE_QUERY_RATE = "1/min"
+    page = f"/catalog/{published.series.slug}/v1/?statistic=1&from=1&to="
+    assert anonymous_client.get(page + "9").status_code == 200
+
+    # when the address asks again, with decoding the statistics made to fail
+    def refuse(**kwargs):
+        raise AssertionError("decoded before the limit was checked")
+
+    monkeypatch.setattr(selectors, "release_statistics", refuse)
+    with pytest.raises(AssertionError, match="decoded before"):
+        anonymous_client.get(page + "10")
+    monkeypatch.undo()
+    refused = anonymous_client.get(page + "11")
+
+    # then the page is refused with Retry-After, like the API
+    assert refused.status_code == 429
+    assert 0 < int(refused["Retry-After"]) <= 60
+
+
+def test_parameters_the_view_does_not_read_and_tracker_cookies_hit_the_cache(
+    anonymous_client, published, settings
+):
+    # given one range answered (and cached)
+    settings.RANGE_QUERY_RATE = "1/min"
+    api = f"/api/v1/catalog/{published.series.slug}/versions/1/statistics/1/range/"
+    assert anonymous_client.get(api + "?from=1&to=9").status_code == 200
+
+    # when the same range is asked with junk parameters, reordered, or with a tracker's cookie
+    junk = anonymous_client.get(api + "?to=9&junk=1&from=1")
+    anonymous_client.cookies["_ga"] = "GA1.1.123"
+    tracked = anonymous_client.get(api + "?from=1&to=9&junk=2")
+
+    # then the cached answer is served and nothing more is counted against the address
+    assert (junk.status_code, tracked.status_code) == (200, 200)
+    assert junk.json() == tracked.json()
+
+
+def test_a_bar_is_a_range_clamped_and_summed_like_its_answer(anonymous_client, published):
+    from releases.selectors import release_answer_statistics
+
+    # given the 50-bin histogram (one bin to a bar): bins may be published below 0
+    html = anonymous_client.get(f"/catalog/{published.series.slug}/v1/").content.decode()
+    _, fifty = page_charts(html)
+    statistic = release_answer_statistics(release=published)[2]
+    bins = [statistic["value"][cell] for cell in statistic["cells"]]
+
+    # then every bar is its bin's range answer: never below 0
+    assert fifty["values"] == [max(0.0, b) for b in bins]
+    assert min(fifty["minus"]) >= 0
+    base = f"/api/v1/catalog/{published.series.slug}/versions/1/statistics/2/range/"
+    answer = anonymous_client.get(base + "?from=0&to=2").json()
+    assert answer["bins"] == 1
+    assert answer["value"] == fifty["values"][0]
+
+
+def test_a_narrower_last_bar_is_said(curator_client, dataset, django_capture_on_commit_callbacks):
+    # given 1,025 bins: bars of 3 bins, the last holding the 2 left over
+    release = publish(
+        curator_client, dataset.pk, django_capture_on_commit_callbacks, {**RANGES, "bins": 1025}
+    )
+
+    html = curator_client.get(f"/catalog/{release.series.slug}/v1/").content.decode()
+
+    (chart,) = page_charts(html)
+    assert len(chart["values"]) == 342
+    assert chart["width"][-1] == pytest.approx(chart["width"][0] * 2 / 3)
+    assert "the last bar the 2 left over, so it is narrower" in html
+    assert "Bar chart of the 1,025 bins of" in html
+
+
+def test_only_range_histograms_are_kept_decoded(anonymous_client, published):
+    from releases import selectors
+
+    selectors._published_ranges_kept.clear()
+    api = f"/api/v1/catalog/{published.series.slug}/versions/1/statistics/"
+
+    # when a count and a missing position are asked for a range, then a range histogram
+    assert anonymous_client.get(api + "0/range/?from=1&to=9").status_code == 404
+    assert anonymous_client.get(api + "9/range/?from=1&to=9").status_code == 404
+    assert anonymous_client.get(api + "2/range/?from=1&to=9").status_code == 200
+
+    # then only the range histogram is kept, compact
+    (kept,) = selectors._published_ranges_kept.values()
+    assert kept.values.nbytes == 50 * 8
+
+
+@pytest.mark.parametrize("text", ["1_0", "١٢", "５", "\u00a07", " 7", "+7", "0x10", "1" * 41, "7."])
+def test_a_range_bound_is_plain_decimal_notation(anonymous_client, published, text):
+    api = f"/api/v1/catalog/{published.series.slug}/versions/1/statistics/1/range/"
+
+    response = anonymous_client.get(api, {"from": text, "to": "90"})
+
+    if text == "7.":  # a plain decimal still
+        assert response.status_code == 200
+        return
+    assert response.status_code == 400
+    assert response.json()["errors"] == {"from": ["must be a finite number, e.g. 20"]}
