@@ -108,6 +108,8 @@ MIN_K = 2
 MAX_K = 20
 MAX_ITERATIONS = 20
 DEFAULT_ITERATIONS = 10
+# Keys of every published row besides the coordinates: no clustered column may take them.
+ROW_KEYS = ("cluster", "size")
 # One Halton base per column.
 HALTON_BASES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29)
 MAX_COLUMNS = len(HALTON_BASES)
@@ -293,6 +295,12 @@ class KMeansKind(QueryKind):
         ):
             raise EngineValidationError.single(
                 "columns", f"name 1 to {MAX_COLUMNS} different numeric columns"
+            )
+        if reserved := sorted(set(query.columns) & set(ROW_KEYS)):
+            raise EngineValidationError.single(
+                "columns",
+                f"'{reserved[0]}' names each centroid's {reserved[0]} in the published rows: "
+                "rename that column to cluster it",
             )
         if not _whole(query.k, MIN_K, MAX_K):
             raise EngineValidationError.single("k", f"must be from {MIN_K} to {MAX_K}")

@@ -21,6 +21,7 @@ release was taken from it stores nothing and settles nothing.
 import csv
 import hashlib
 import io
+import itertools
 import json
 import logging
 import time
@@ -232,16 +233,61 @@ def _csv_cell(value: Any) -> Any:
     return "'" + text if text.startswith(FORMULA_TRIGGERS) else text
 
 
+# A CSV holding k-means' centroids (a statistic whose value is a list of rows) adds these
+# columns, then three per clustered column: ``<column>``, ``<column>_ci95_low`` and
+# ``<column>_ci95_high``. Other statistics' rows leave them empty; a CSV without centroids has
+# only CSV_FIELDS.
+CSV_CLUSTER_FIELDS = ["cluster", "size", "size_ci95_low", "size_ci95_high"]
+CI95_SUFFIXES = ("_ci95_low", "_ci95_high")
+
+
+def _coordinate_fields(statistics: list[dict[str, Any]], taken: list[str]) -> dict[str, str]:
+    """Each clustered column's CSV field, in order of first use: its own name, or, when that
+    name or its ``_ci95_low``/``_ci95_high`` would repeat a header as written (``value``,
+    ``size``, a name that escapes to another's), ``centroid_<name>`` (then ``_2``, ``_3``…),
+    so the header never holds one name twice."""
+    written = {str(_csv_cell(name)) for name in taken}
+    fields: dict[str, str] = {}
+    for stat in statistics:
+        if not isinstance(stat["value"], list):
+            continue
+        for column in stat.get("columns") or []:
+            if column in fields:
+                continue
+            candidates = (
+                column if n == 0 else f"centroid_{column}" if n == 1 else f"centroid_{column}_{n}"
+                for n in itertools.count()
+            )
+            for base in candidates:
+                names = [str(_csv_cell(base + suffix)) for suffix in ("", *CI95_SUFFIXES)]
+                if not written & set(names):
+                    break
+            fields[column] = base
+            written.update(names)
+    return fields
+
+
 def release_csv(statistics: list[dict[str, Any]]) -> bytes:
-    """The published CSV file of one version: one row per published cell."""
+    """The published CSV file of one version: one row per published cell, and one per centroid
+    of a k-means statistic (its cluster, size and a coordinate per column, each with its 95%
+    interval, in the columns after CSV_FIELDS; ``category`` and ``value`` stay empty)."""
     out = io.StringIO()
+    has_rows = any(isinstance(stat["value"], list) for stat in statistics)
+    coordinates = _coordinate_fields(statistics, CSV_FIELDS + CSV_CLUSTER_FIELDS)
+    fields = CSV_FIELDS + (
+        CSV_CLUSTER_FIELDS
+        + [base + suffix for base in coordinates.values() for suffix in ("", *CI95_SUFFIXES)]
+        if has_rows
+        else []
+    )
     # CRLF (RFC 4180) makes the writer quote any cell holding a CR or LF, so a name with a line
     # break can never split a row.
-    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\r\n")
-    writer.writeheader()
+    writer = csv.writer(out, lineterminator="\r\n")
+    # The header is escaped like any other cell: it holds the clustered columns' names.
+    writer.writerow([_csv_cell(field) for field in fields])
 
     def write(row: dict[str, Any]) -> None:
-        writer.writerow({field: _csv_cell(row.get(field)) for field in CSV_FIELDS})
+        writer.writerow([_csv_cell(row.get(field)) for field in fields])
 
     for index, stat in enumerate(statistics):
         common = {
@@ -260,7 +306,22 @@ def release_csv(statistics: list[dict[str, Any]]) -> bytes:
         if not common["column"] and stat.get("columns"):
             # A statistic of several columns (a vector of sums, a table) names them all.
             common["column"] = ", ".join(stat["columns"])
-        if isinstance(stat["value"], dict):
+        if isinstance(stat["value"], list):
+            for centroid, interval in zip(stat["value"], stat["ci95"], strict=True):
+                row = {
+                    "statistic": index,
+                    "cluster": centroid["cluster"],
+                    "size": centroid["size"],
+                    "size_ci95_low": interval["size"][0],
+                    "size_ci95_high": interval["size"][1],
+                    **common,
+                }
+                for column in stat.get("columns") or []:
+                    base = coordinates[column]
+                    row[base] = centroid[column]
+                    row[base + CI95_SUFFIXES[0]], row[base + CI95_SUFFIXES[1]] = interval[column]
+                write(row)
+        elif isinstance(stat["value"], dict):
             for category, value in stat["value"].items():
                 low, high = cell_interval(stat, category)
                 write(

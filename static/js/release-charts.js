@@ -1,4 +1,5 @@
-// Draws each histogram of a release as a bar chart with its published 95% intervals.
+// Draws each histogram of a release as a bar chart with its published 95% intervals, each 2-way
+// table as a heatmap and each set of k-means centroids as a scatter sized by cluster.
 // Labels arrive with &, < and > as entities (views.plotly_text): Plotly shows them as plain text
 // and never as its link or style markup; nothing here may build markup from them.
 (function () {
@@ -57,11 +58,45 @@
     }, { responsive: true, displaylogo: false });
   }
 
+  // k-means' centroids: a scatter of the first two coordinates (or, for one column, a dot per
+  // cluster on the column's axis), each marker's area in proportion to its cluster's size, with
+  // the coordinates' 95% intervals as error bars. The hover text (built by the server from
+  // escaped names) lists every coordinate and the size.
+  function clustersChart(target, chart) {
+    function bars(axis) {
+      return { type: "data", symmetric: false, array: axis.plus, arrayminus: axis.minus, color: "#1d2430", thickness: 1 };
+    }
+    var two = Boolean(chart.y);
+    var trace = {
+      type: "scatter",
+      mode: "markers+text",
+      x: chart.x.values,
+      y: two ? chart.y.values : chart.names,
+      text: chart.names.map(function (name) { return name.replace("cluster ", ""); }),
+      textposition: "top center",
+      hovertext: chart.hover,
+      hovertemplate: "%{hovertext}<extra></extra>",
+      marker: { size: chart.marker_sizes, color: "#2457c5", opacity: 0.75, line: { color: "#1d2430", width: 1 } },
+      error_x: bars(chart.x)
+    };
+    if (two) { trace.error_y = bars(chart.y); }
+    window.Plotly.newPlot(target, [trace], {
+      margin: { t: 20, r: 10, b: 50, l: two ? 60 : 80 },
+      showlegend: false,
+      xaxis: { title: { text: chart.x_axis }, zeroline: false },
+      yaxis: two
+        ? { title: { text: chart.y_axis }, zeroline: false }
+        // One column: a row per cluster, cluster 1 on top.
+        : { type: "category", autorange: "reversed" }
+    }, { responsive: true, displaylogo: false });
+  }
+
   JSON.parse(source.textContent).forEach(function (chart) {
     var target = document.getElementById(chart.id);
     if (!target) { return; }
     if (chart.numeric) { rangeChart(target, chart); return; }
     if (chart.heatmap) { tableChart(target, chart); return; }
+    if (chart.clusters) { clustersChart(target, chart); return; }
     window.Plotly.newPlot(target, [{
       type: "bar",
       x: chart.labels,

@@ -541,3 +541,19 @@ def test_the_kind_reads_its_sensitivity_from_the_plan_context():
 
     assert KIND.sensitivity(query, context) == 382.5
     assert KIND.iterative is True
+
+
+@pytest.mark.parametrize("name", ["cluster", "size"])
+def test_a_column_named_like_a_rows_own_key_is_refused(name):
+    schema = {"columns": {name: {"kind": "numeric", "lower": 0, "upper": 1}}}
+    query = {"kind": "kmeans", "columns": [name], "k": 2}
+
+    with pytest.raises(EngineValidationError) as refused:
+        plan_release(schema=schema, definition={"kind": "pure_dp", "epsilon": 1}, queries=[query])
+
+    assert refused.value.errors == {
+        "queries.0.columns": [
+            f"'{name}' names each centroid's {name} in the published rows: rename that column "
+            "to cluster it"
+        ]
+    }
