@@ -64,7 +64,11 @@ def simulated_preview(
     definition would add (drawn by the real mechanisms). Reads no data and spends no budget; the
     simulated table only has the declared shape, and is never built: its answers are computed
     from the shape, so the cost does not grow with the declared size. ``None`` without a
-    declared size."""
+    declared size.
+
+    A kind's :meth:`~privacy_engine.kinds.QueryKind.simulated_facts` are added to its entry:
+    k-means, whose rounds need a table, simulates whole releases on a public table of the
+    declared shape and adds ``objective_ratio`` (kinds/kmeans.py)."""
     plan = plan_release(schema=schema, definition=definition, queries=queries)
     n = plan.schema.declared_size
     if n is None:
@@ -72,7 +76,8 @@ def simulated_preview(
     entries = []
     for planned in plan.statistics:
         query = planned.query
-        simulation = kind_of(query).simulated(query, plan.schema, n)
+        kind = kind_of(query)
+        simulation = kind.simulated(query, plan.schema, n)
         entry = {"kind": query.kind, "column": query.column, "simulated": None, "noisy": None}
         if getattr(query, "columns", ()):
             entry["columns"] = list(query.columns)
@@ -81,5 +86,6 @@ def simulated_preview(
             shown, mechanism_input = simulation
             result = release_statistic(planned, mechanism_input, plan.schema)
             entry.update(simulated=shown, noisy=result.value, ci95=result.ci95)
+        entry.update(kind.simulated_facts(planned, plan.schema, n))
         entries.append(entry)
     return entries

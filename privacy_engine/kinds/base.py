@@ -144,6 +144,9 @@ class StatisticResult:
     # For a table or histogram, its noisy cells before post-processing (consistency.NoisyTable),
     # which consistency across the release's statistics starts from. Never published.
     noisy_table: Any = field(default=None, repr=False, compare=False)
+    # For a record-level file (randomized response), what the file is written from: its column,
+    # categories, the number of reports of each, and the mechanism's public parameters.
+    microdata: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -166,6 +169,8 @@ class StatisticResult:
             out["parts"] = self.parts
         if self.tree is not None:
             out["tree"] = self.tree
+        if self.microdata is not None:
+            out["microdata"] = self.microdata
         if isinstance(self.value, dict):
             # The published order of the cells (declared categories, bins, columns), as a list:
             # stores such as PostgreSQL's jsonb do not keep the order of an object's keys.
@@ -246,6 +251,12 @@ class QueryKind(ABC):
         built (the declared size may be 10¹⁰): (as shown, as the mechanisms take it), or None
         for a kind without a simulated preview."""
         return None
+
+    def simulated_facts(self, planned: PlannedStatistic, schema: Schema, n: int) -> dict[str, Any]:
+        """Facts of a simulated release on a public table of n records of the declared shape,
+        added to the simulated preview's entry (k-means: its objective ratio); none by default.
+        Reads no data and spends no budget."""
+        return {}
 
     @abstractmethod
     def plan(

@@ -68,15 +68,45 @@ a centroid kept for a small noisy count gets the whole range. ``parts`` lists ev
 iteration's two mechanisms (ε, δ, sensitivity, noise scale); ``rule`` states the columns' rules,
 the start, the split, the shift, τ and the clamping.
 
-The preview's ``expected_abs_error`` and ``ci95_halfwidth`` are those of one coordinate of the
+The preview
+-----------
+The plan's ``expected_abs_error`` and ``ci95_halfwidth`` are those of one coordinate of the
 widest column of a final centroid from the last iteration's noise alone, at the declared size
 with k equal clusters (as for a mean of n/k records); they leave out how far the noisy clustering
-is from the best one. A simulated objective ratio on a table of the declared shape is not
-computed yet (``simulated`` returns None).
+is from the best one. The simulated preview (guidance.simulated_preview, through
+:meth:`KMeansKind.simulated_facts`) measures that: the *objective ratio*, k-means' objective
+(the sum over records of the squared distance to the nearest centroid) of the private centroids
+divided by that of Lloyd's algorithm without noise from the same Halton start after the same
+iterations (1 = no loss), on a public simulated table of the declared shape:
+
+- n records (the declared size), in k Gaussian blobs of equal size whose centres are spread
+  apart inside the declared bounds (farthest-point choice among public pseudo-random
+  candidates) and whose spread is an eighth of the closest two centres' distance, clamped to
+  the bounds. The table is a fixed function of the bounds, k and n (SplitMix64 on a fixed
+  seed: public numbers, never noise, and never the data).
+- It holds at most ``MAX_SIMULATED_POINTS`` distinct points: beyond that, each point stands for
+  ⌊n/p⌋ or ⌈n/p⌉ identical records, so the exact counts and sums the mechanisms take are those
+  of a table of exactly n records. The noise does not shrink with n, so this is what makes the
+  ratio the one at the declared size: subsampling without weights would simulate a table of
+  p records, far noisier than the real one.
+- Each simulated release takes :meth:`KMeansKind.release_rounds`' steps with the plan's own
+  mechanisms (same ε split, same sensitivities, same start, same τ, the same noisy_round), its
+  rounds answered on the simulated table and its centroids updated in numpy (the same float
+  operations as updated_centroids, so the same centroids; tested); its noise is drawn by the
+  plan's mechanisms, from the noise source every preview uses. ``SIMULATED_RUNS``
+  releases (fewer, down to ``MIN_SIMULATED_RUNS``, when one release draws many numbers: OpenDP's
+  exact samplers bound the time) give the median ratio and the 10th and 90th percentiles.
+- Lloyd's from the Halton start can itself stop in a poor local optimum (two centroids in one
+  blob, one between two): ``lloyd_to_best``, its objective over that of the blobs' own means,
+  says so, and the ratio can then fall below 1 (noise shakes the centroids loose).
+
+The simulated table has well-separated clusters, so the ratio is that of data where clustering is
+easy; the spent ε is not touched (nothing is released) and the real table is never read.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -115,6 +145,14 @@ HALTON_BASES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29)
 MAX_COLUMNS = len(HALTON_BASES)
 # Each part of the last iteration is read at 97.5%, so a coordinate's interval holds at ≥ 95%.
 PART_COVERAGE = 0.975
+# The simulated preview (see the module): releases simulated per preview, the most distinct
+# points of the simulated table (each standing for n/points records beyond), and the fixed seed
+# of its public pseudo-random numbers.
+SIMULATED_RUNS = 15
+MIN_SIMULATED_RUNS = 5
+SIMULATED_DRAWS = 6_000
+MAX_SIMULATED_POINTS = 10_000
+SIMULATION_SEED = 0x5EED_C0FFEE
 
 
 @dataclass(frozen=True)
@@ -364,7 +402,8 @@ class KMeansKind(QueryKind):
             note=(
                 "error of one centroid coordinate (widest column) from the last iteration's "
                 f"noise, at the declared size with {query.k} equal clusters; it leaves out how "
-                "far the noisy clustering is from the best one"
+                "far the noisy clustering is from the best one (the simulated preview's "
+                "objective ratio shows that)"
                 if expected is not None
                 else "declare the table's approximate size to see a centroid's expected error"
             ),
@@ -372,6 +411,16 @@ class KMeansKind(QueryKind):
 
     def aggregates(self, query: KMeans, schema: Schema) -> list[Aggregate]:
         return [self.first_request(query, schema)]
+
+    def simulated(self, query: KMeans, schema: Schema, n: int) -> None:
+        """No one-draw example: a release's rounds need a table (release_statistic refuses an
+        iterative kind without ``ask``); the simulated preview is :meth:`simulated_facts`."""
+        return None
+
+    def simulated_facts(self, planned: PlannedStatistic, schema: Schema, n: int) -> dict[str, Any]:
+        """The simulated preview's entry: ``{"objective_ratio": ...}`` (see
+        :func:`simulated_objective_ratio`). Reads no data and spends no budget."""
+        return {"objective_ratio": simulated_objective_ratio(planned, schema, n)}
 
     def release(
         self, planned: PlannedStatistic, exact: Any, schema: Schema, common: dict[str, Any]
@@ -497,6 +546,228 @@ def _published(
         value.append(row)
         ci95.append(interval)
     return value, ci95
+
+
+# --- the simulated preview (see the module) -----------------------------------------------------
+
+
+def public_uniforms(count: int, seed: int = SIMULATION_SEED) -> np.ndarray:
+    """``count`` numbers in [0, 1): SplitMix64 (Steele, Lea and Flood 2014) of seed + i·γ. A fixed
+    public sequence that places the simulated table's points; never noise (noise comes from the
+    mechanisms' source alone, DESIGN.md rule 2)."""
+    with np.errstate(over="ignore"):
+        z = np.arange(1, count + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        z += np.uint64(seed)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+    return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+@dataclass(frozen=True, eq=False)
+class SimulatedTable:
+    """A public table of n records: row i of ``points`` (in the declared bounds) stands for
+    ``weights[i]`` identical records, Σ weights = n; ``centres`` are the blobs' centres in the unit
+    box. Its answers are computed as an engine computes them on those n records."""
+
+    points: np.ndarray
+    weights: np.ndarray
+    middles: np.ndarray
+    centres: np.ndarray
+
+    @functools.cached_property
+    def _shifted(self) -> np.ndarray:
+        # Coordinates around the middle of the box, in which the clusters' sums are taken.
+        return self.points - self.middles
+
+    @functools.cached_property
+    def _weighted(self) -> np.ndarray:
+        return self._shifted * self.weights[:, None]
+
+    @functools.cached_property
+    def _squared_norms(self) -> np.ndarray:
+        return (self._shifted**2).sum(axis=1)
+
+    @property
+    def records(self) -> int:
+        return int(self.weights.sum())
+
+    def _distances(self, centroids: Any) -> np.ndarray:
+        """Squared distances of every point to every centroid, ‖x‖² − 2x·c + ‖c‖² around the
+        middle of the box: one product of matrices instead of k·d passes."""
+        centres = np.asarray(centroids, dtype=float) - self.middles
+        distances = self._shifted @ (-2.0 * centres.T)
+        distances += self._squared_norms[:, None]
+        distances += (centres**2).sum(axis=1)[None, :]
+        return distances
+
+    def cluster_answer(self, centroids: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(counts, shifted sums) per cluster, ClusterSums' answer on the n records: each record
+        to its nearest centroid (the lowest index on a tie), the sums of x_j − m_j (no value is
+        missing or out of bounds; the sums are not rounded onto a grid). Counts are int64, sums
+        a k × d array."""
+        k = len(centroids)
+        labels = self._distances(centroids).argmin(axis=1)
+        counts = np.bincount(labels, weights=self.weights, minlength=k)
+        sums = np.stack(
+            [np.bincount(labels, weights=column, minlength=k) for column in self._weighted.T],
+            axis=1,
+        )
+        return np.rint(counts).astype(np.int64), sums
+
+    def answer(self, request: ClusterSums) -> tuple[list[int], list[list[float]]]:
+        """``request``'s answer as an engine returns it (an ``ask`` on this table)."""
+        counts, sums = self.cluster_answer(request.centroids)
+        return [int(c) for c in counts], sums.tolist()
+
+    def blob_means(self) -> np.ndarray:
+        """The mean of each blob's records (point i is in blob i mod k): the table's own
+        clusters, close to its best clustering (the blobs are far apart)."""
+        k = len(self.centres)
+        return np.stack(
+            [
+                self.weights[b::k] @ self.points[b::k] / self.weights[b::k].sum()
+                for b in range(min(k, len(self.weights)))
+            ]
+        )
+
+    def objective(self, centroids: Any) -> float:
+        """k-means' objective on the n records: Σ weight · squared distance to the nearest."""
+        nearest = np.maximum(self._distances(centroids).min(axis=1), 0.0)
+        return float(nearest @ self.weights)
+
+
+@functools.lru_cache(maxsize=8)
+def simulated_table(bounds: tuple[tuple[float, float], ...], k: int, n: int) -> SimulatedTable:
+    """The public simulated table (see the module) of n records in k equal blobs inside
+    ``bounds`` (lower, upper per column): a fixed function of its arguments."""
+    d = len(bounds)
+    lower = np.array([low for low, _ in bounds], dtype=float)
+    upper = np.array([high for _, high in bounds], dtype=float)
+    # Blob centres in the unit box, kept a tenth of the way from its faces: the farthest-point
+    # choice among 16·k public candidates, from the first.
+    candidates = 0.1 + 0.8 * public_uniforms(16 * k * d).reshape(16 * k, d)
+    chosen = [0]
+    closest = ((candidates - candidates[0]) ** 2).sum(axis=1)
+    for _ in range(k - 1):
+        chosen.append(int(closest.argmax()))
+        closest = np.minimum(closest, ((candidates - candidates[chosen[-1]]) ** 2).sum(axis=1))
+    centres = candidates[chosen]
+    gaps = ((centres[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+    spread = float(np.sqrt(gaps[~np.eye(k, dtype=bool)].min())) / 8
+    # p distinct points, point i in blob i mod k (equal blobs), each standing for n/p records.
+    p = min(n, MAX_SIMULATED_POINTS)
+    uniforms = public_uniforms(2 * p * d, seed=SIMULATION_SEED + 1).reshape(2, p, d)
+    # Box–Muller: standard normal coordinates from pairs of uniforms (1 − u is in (0, 1]).
+    normal = np.sqrt(-2.0 * np.log1p(-uniforms[0])) * np.cos(2.0 * np.pi * uniforms[1])
+    unit = np.clip(centres[np.arange(p) % k] + spread * normal, 0.0, 1.0)
+    points = np.clip(lower + unit * (upper - lower), lower, upper)
+    weights = np.full(p, n // p, dtype=np.float64)
+    weights[: n % p] += 1
+    middles = np.array([(low + high) / 2 for low, high in bounds], dtype=float)
+    for array in (points, weights, middles, centres):
+        array.setflags(write=False)
+    return SimulatedTable(points=points, weights=weights, middles=middles, centres=centres)
+
+
+def simulated_lloyd(
+    table: SimulatedTable,
+    request: ClusterSums,
+    iterations: int,
+    rounds: Sequence[tuple[Mechanism, Mechanism]] | None = None,
+    threshold: float = 0.0,
+) -> np.ndarray:
+    """The centroids after ``iterations`` iterations on ``table`` from ``request``'s (the
+    public start). With ``rounds`` (each iteration's count and sum mechanisms), the private
+    release: :meth:`KMeansKind.release_rounds`' steps (noisy_round, then updated_centroids with
+    τ = ``threshold``), vectorised; without, Lloyd's algorithm (an empty cluster stays)."""
+    d = len(request.columns)
+    middles = np.array([float(request.midpoint(j)) for j in range(d)])
+    lower = np.array([column.lower for column in request.columns], dtype=float)
+    upper = np.array([column.upper for column in request.columns], dtype=float)
+    centroids = np.array(request.centroids, dtype=float)
+    for iteration in range(iterations):
+        counts, sums = table.cluster_answer(centroids)
+        if rounds is not None:
+            count_part, sum_part = rounds[iteration]
+            noisy_counts, noisy_sums = noisy_round(count_part, sum_part, (counts, sums))
+            counts = np.asarray(noisy_counts, dtype=np.int64)
+            sums = np.asarray(noisy_sums, dtype=float).reshape(len(counts), d)
+        moved = counts > threshold
+        with np.errstate(divide="ignore", invalid="ignore"):
+            updated = np.minimum(upper, np.maximum(lower, middles + sums / counts[:, None]))
+        centroids = np.where(moved[:, None], updated, centroids)
+    return centroids
+
+
+def simulated_runs(query: KMeans, columns: int) -> int:
+    """Simulated releases per preview: ``SIMULATED_RUNS``, fewer when one release draws many
+    numbers, never fewer than ``MIN_SIMULATED_RUNS``. The noise is most of the time: OpenDP's
+    exact samplers take tens of µs a number, and each call some 0.4 ms (counted as 10 draws)."""
+    cost = query.iterations * (2 * 10 + query.k * (columns + 1))
+    return max(MIN_SIMULATED_RUNS, min(SIMULATED_RUNS, SIMULATED_DRAWS // cost))
+
+
+def simulated_objective_ratio(
+    planned: PlannedStatistic, schema: Schema, n: int, *, runs: int | None = None
+) -> dict[str, Any] | None:
+    """How far the private centroids are from k-means without noise, on the public simulated table
+    of the declared shape (see the module): the median over ``runs`` simulated releases (by
+    default :func:`simulated_runs`) of the ratio of their objective to Lloyd's from the same start
+    after as many iterations, its 10th and 90th percentiles, the table's facts and a sentence for
+    the curator. None when Lloyd's objective is (next to) 0: with n ≤ k the centroids can sit on
+    the records. Noise from ``planned``'s own mechanisms; the real table is never read."""
+    query = planned.query
+    assert isinstance(query, KMeans)
+    columns = _numeric_columns(query, schema)
+    runs = simulated_runs(query, len(columns)) if runs is None else runs
+    table = simulated_table(tuple((float(c.lower), float(c.upper)) for c in columns), query.k, n)
+    request = KIND.first_request(query, schema)
+    baseline = table.objective(simulated_lloyd(table, request, query.iterations))
+    # Objectives this small are rounding (the expansion of the squared distances), not spread.
+    negligible = 1e-9 * n * float(sum((c.upper - c.lower) ** 2 for c in columns))
+    if n <= query.k or baseline <= negligible:
+        return None
+    mechanisms = planned.mechanisms
+    rounds = [(mechanisms[2 * i], mechanisms[2 * i + 1]) for i in range(query.iterations)]
+    threshold = small_cluster_threshold(mechanisms[1], request)
+    ratios = [
+        table.objective(simulated_lloyd(table, request, query.iterations, rounds, threshold))
+        / baseline
+        for _ in range(runs)
+    ]
+    median, low, high = (float(v) for v in np.percentile(ratios, [50, 10, 90]))
+    # How good Lloyd's itself is here: its objective over that of the blobs' own means.
+    best = table.objective(table.blob_means())
+    stuck = baseline / best if best > negligible else 1.0
+    points = len(table.weights)
+    stands = f" ({points:,} distinct points, each for about {n / points:,.0f})"
+    sentence = (
+        f"On a simulated table of {n:,} records{stands if points < n else ''} in {query.k} "
+        "well-separated clusters of equal size (never your data), the private centroids' "
+        "k-means objective (the sum of squared distances to the nearest centroid) was "
+        f"typically {median:.2f}× that of k-means without privacy from the same start: "
+        f"{low:.2f}× to {high:.2f}× from the 10th to the 90th percentile of {runs} simulated "
+        "releases (1× = no loss). "
+    )
+    if stuck > 1.05:
+        sentence += (
+            "From that start, k-means without privacy itself ends "
+            f"{stuck:.2f}× above the table's own clusters, and noise can shake centroids out "
+            "of such a clustering: a ratio below 1× means that, not a gain from privacy. "
+        )
+    sentence += "Data whose clusters overlap more can fare differently."
+    return {
+        "median": median,
+        "p10": low,
+        "p90": high,
+        "runs": runs,
+        "records": n,
+        "distinct_points": points,
+        "clusters": query.k,
+        "lloyd_to_best": stuck,
+        "sentence": sentence,
+    }
 
 
 def objective(points: np.ndarray, centroids: Sequence[Sequence[float]]) -> float:

@@ -79,6 +79,8 @@ def test_the_wizard_builds_kmeans_up_to_the_preview(client, curator, release):
     preview = client.get(f"/releases/{release.pk}/preview/")
     assert preview.status_code == 200
     assert "Clusters (k-means centres)" in preview.content.decode()
+    # with the objective ratio of simulated releases on a public table of the declared shape
+    assert "Clusters of age, visits: On a simulated table of" in preview.content.decode()
 
 
 def test_a_new_row_offers_numeric_columns_only_and_starts_at_4_clusters_in_10_iterations(
