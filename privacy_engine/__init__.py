@@ -28,6 +28,7 @@ from privacy_engine.definitions import (
 )
 from privacy_engine.errors import EngineValidationError
 from privacy_engine.kinds.kmeans import KMeans
+from privacy_engine.kinds.randomized_response import microdata_codes
 from privacy_engine.kinds.range_histogram import PublishedRanges, range_answer, range_sum
 from privacy_engine.mechanisms import (
     ExactRelease,
@@ -124,6 +125,7 @@ __all__ = [
     "laplace_tail",
     "ledger_charge",
     "ledger_for",
+    "microdata_codes",
     "plan_release",
     "posterior_bound",
     "preview",

@@ -96,12 +96,27 @@ class ReleasePlan:
         same statistic's accuracy under ε-DP at the same ε, to show what the policy buys."""
         entries = [statistic.to_preview() for statistic in self.statistics]
         if isinstance(self.definition, Blowfish):
-            baseline = plan_release(
-                schema=self.schema,
-                definition=PureDP(self.definition.epsilon),
-                queries=[s.query for s in self.statistics],
-            )
-            for entry, other in zip(entries, baseline.statistics, strict=True):
+            queries = [s.query for s in self.statistics]
+            pure = PureDP(self.definition.epsilon)
+            try:
+                baseline = plan_release(schema=self.schema, definition=pure, queries=queries)
+            except EngineValidationError as error:
+                # A statistic ε-DP cannot release (randomized records): compared without it.
+                refused = {
+                    int(path.split(".")[1]): messages[0]
+                    for path, messages in error.errors.items()
+                    if path.startswith("queries.")
+                }
+                kept = [q for i, q in enumerate(queries) if i not in refused]
+                for index, message in refused.items():
+                    entries[index]["pure_dp"] = {"refused": message}
+                if not kept:
+                    return entries
+                baseline = plan_release(schema=self.schema, definition=pure, queries=kept)
+                entries_compared = [e for i, e in enumerate(entries) if i not in refused]
+            else:
+                entries_compared = entries
+            for entry, other in zip(entries_compared, baseline.statistics, strict=True):
                 entry["pure_dp"] = {
                     "expected_abs_error": other.expected_abs_error,
                     "ci95_halfwidth": other.ci95_halfwidth,
@@ -176,16 +191,17 @@ def _plan_one(
     return kind_of(query).plan(query, epsilon, delta, context)
 
 
-def _rooted(error: EngineValidationError) -> EngineValidationError:
-    """Paths from a sum's sensitivity re-rooted at the plan: ``policy.theta`` is the
-    definition's, ``columns.<name>.lower`` the schema's."""
+def _rooted(error: EngineValidationError, index: int) -> EngineValidationError:
+    """Paths of a planning error re-rooted at the plan: from a sum's sensitivity,
+    ``policy.theta`` is the definition's and ``columns.<name>.lower`` the schema's; any other
+    (a kind refusing the definition, ``kind``) is the ``index``-th query's."""
     roots = {"policy": "definition", "columns": "schema"}
-    return EngineValidationError(
-        {
-            f"{roots[path.split('.')[0]]}.{path}" if path.split(".")[0] in roots else path: msgs
-            for path, msgs in error.errors.items()
-        }
-    )
+
+    def rooted(path: str) -> str:
+        first = path.split(".")[0]
+        return f"{roots[first]}.{path}" if first in roots else f"queries.{index}.{path}"
+
+    return EngineValidationError({rooted(path): msgs for path, msgs in error.errors.items()})
 
 
 def _plan_statistics(
@@ -221,7 +237,9 @@ def _plan_statistics(
     planned: list[PlannedStatistic] = []
     # _plan_one is a function of these three (the schema and definition are fixed here).
     seen: dict[tuple[Query, float, float], PlannedStatistic] = {}
-    for query, share, delta_share in zip(queries, shares, delta_shares, strict=True):
+    for index, (query, share, delta_share) in enumerate(
+        zip(queries, shares, delta_shares, strict=True)
+    ):
         key = (query, share, delta_share)
         if share_identical and key in seen:
             planned.append(seen[key])
@@ -229,7 +247,7 @@ def _plan_statistics(
         try:
             statistic = _plan_one(query, share, delta_share, schema, definition, noise, estimate)
         except EngineValidationError as error:
-            errors.update(_rooted(error).errors)
+            errors.update(_rooted(error, index).errors)
             continue
         if share_identical:
             seen[key] = statistic

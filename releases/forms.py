@@ -19,6 +19,7 @@ STATISTIC_LABELS = {
     "marginal": "Table of two columns",
     "range_histogram": "Histogram for any range (numeric)",
     "kmeans": "Clusters (k-means centres)",
+    "randomized_response": "Record-level file, randomized (categorical)",
 }
 
 

@@ -259,13 +259,19 @@ class LedgerEntry(models.Model):
         return f"ε {self.epsilon} {self.state} for release {self.release_id}"
 
 
+# A record-level file's format starts so, then the statistic's position and the extension
+# (``microdata-2.csv``): one per statistic that publishes records (randomized response).
+MICRODATA_PREFIX = "microdata-"
+
+
 class ReleaseFile(models.Model):
     class Format(models.TextChoices):
         CSV = "csv", "CSV"
         JSON = "json", "JSON"
 
     release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="files")
-    format = models.CharField(max_length=10, choices=Format.choices)
+    # A Format, or a record-level file's MICRODATA_PREFIX format.
+    format = models.CharField(max_length=40)
     file = models.FileField(storage=release_storage, upload_to="files/")
     sha256 = models.CharField(max_length=64)
     size = models.PositiveIntegerField()

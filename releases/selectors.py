@@ -11,14 +11,25 @@ from django.urls import reverse
 
 from accounts.roles import Role, user_has_role
 from privacy_engine import PublishedRanges
-from releases.models import AuditEvent, Dataset, LedgerEntry, NoisyAnswer, Release
+from releases.models import (
+    MICRODATA_PREFIX,
+    AuditEvent,
+    Dataset,
+    LedgerEntry,
+    NoisyAnswer,
+    Release,
+)
 
 # The statistic kind whose page shows a range tool instead of a row per bin.
 RANGE_KIND = "range_histogram"
 # The largest statistic position the database holds (a PositiveIntegerField).
 POSITION_MAX = 2**31 - 1
 # Headings of the statistics on a release page, where a kind's name would not read well.
-KIND_TITLES = {RANGE_KIND: "Histogram for any range", "marginal": "Table"}
+KIND_TITLES = {
+    RANGE_KIND: "Histogram for any range",
+    "marginal": "Table",
+    "randomized_response": "Randomized records",
+}
 
 
 def decimal_text(amount: Decimal) -> str:
@@ -115,6 +126,8 @@ def release_file_links(*, release: Release) -> list[dict]:
     return [
         {
             "format": f.format,
+            "label": _file_label(f.format),
+            "position": _file_position(f.format),
             "sha256": f.sha256,
             "size": f.size,
             "url": reverse(
@@ -128,6 +141,21 @@ def release_file_links(*, release: Release) -> list[dict]:
         }
         for f in release.files.all()
     ]
+
+
+def _file_label(file_format: str) -> str:
+    """How a page names a file: CSV, JSON, or the records of statistic N (as CSV or JSON)."""
+    if file_format.startswith(MICRODATA_PREFIX):
+        position, _, extension = file_format.removeprefix(MICRODATA_PREFIX).partition(".")
+        return f"records of statistic {int(position) + 1} ({extension.upper()})"
+    return file_format.upper()
+
+
+def _file_position(file_format: str) -> int | None:
+    """The position of the statistic whose records a file holds; None for the release's own."""
+    if not file_format.startswith(MICRODATA_PREFIX):
+        return None
+    return int(file_format.removeprefix(MICRODATA_PREFIX).partition(".")[0])
 
 
 def cell_interval(statistic: dict, cell: str) -> tuple[Any, Any]:

@@ -51,6 +51,7 @@ CHART_AXES = {
     "histogram": "published count",
     "marginal": "published count",
     "quantile": "published value",
+    "randomized_response": "estimated share of the records",
 }
 
 
@@ -249,6 +250,10 @@ def catalog_version(request, slug: str, version: int):
                 release, index, stat, bounds if asked else None, errors if asked else []
             )
     files = selectors.release_file_links(release=release)
+    for index, stat in enumerate(statistics):
+        if stat.get("microdata"):
+            stat["record_files"] = [f for f in files if f["position"] == index]
+            stat["rows_text"] = f"{stat['microdata']['rows']:,}"
     other_versions = selectors.release_list_published().filter(series=release.series)
     response = render(
         request,

@@ -12,6 +12,7 @@ from privacy_engine.kinds import (  # noqa: F401  (registers them)
     marginal,
     range_histogram,
     kmeans,
+    randomized_response,
 )
 
 # isort: on

@@ -28,7 +28,7 @@ from releases import selectors
 from releases.apis.pagination import Pagination
 from releases.apis.parsers import FormParser, JSONParser, MultiPartParser
 from releases.apis.throttles import RangeQueryThrottle
-from releases.models import Dataset, Release, ReleaseFile
+from releases.models import MICRODATA_PREFIX, Dataset, Release
 from releases.parsing import (
     audit_filters_parse,
     parse_finite_number,
@@ -365,12 +365,14 @@ class CatalogFileApi(APIView):
             dataset_id=release.dataset_id,
             details={"slug": slug, "version": version, "format": file_format},
         )
-        content_type = "text/csv" if file_format == ReleaseFile.Format.CSV else "application/json"
+        content_type = "text/csv" if file_format.endswith("csv") else "application/json"
         return FileResponse(
             release_file.file.open("rb"),
             as_attachment=True,
             content_type=content_type,
-            filename=f"{slug}-v{version}.{file_format}",
+            filename=f"{slug}-v{version}-{file_format}"
+            if file_format.startswith(MICRODATA_PREFIX)
+            else f"{slug}-v{version}.{file_format}",
         )
 
 

@@ -33,6 +33,7 @@ from decimal import Decimal
 from functools import partial
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -42,9 +43,16 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from privacy_engine import EngineValidationError, release_stored_table
+from privacy_engine import EngineValidationError, microdata_codes, release_stored_table
 from privacy_engine.engines import EngineChoice
-from releases.models import LedgerEntry, NoisyAnswer, Release, ReleaseFile, ReleaseSeries
+from releases.models import (
+    MICRODATA_PREFIX,
+    LedgerEntry,
+    NoisyAnswer,
+    Release,
+    ReleaseFile,
+    ReleaseSeries,
+)
 from releases.selectors import cell_interval, release_answer_statistics
 from releases.services.audit import AuditAction, audit_record
 from releases.services.clock import database_now
@@ -349,6 +357,49 @@ def release_csv(statistics: list[dict[str, Any]]) -> bytes:
     return out.getvalue().encode()
 
 
+def microdata_file_format(position: int, extension: str) -> str:
+    """The file format (and download path segment) of a statistic's record-level file."""
+    return f"{MICRODATA_PREFIX}{position}.{extension}"
+
+
+def microdata_files(statistics: list[dict[str, Any]]) -> dict[str, bytes]:
+    """The record-level files of the statistics that publish one (randomized response): a CSV
+    of one column and a JSON document, each a row per report in a random order, written from
+    the published number of reports of each category (post-processing)."""
+    files: dict[str, bytes] = {}
+    for position, stat in enumerate(statistics):
+        microdata = stat.get("microdata")
+        if not microdata:
+            continue
+        codes, _ = microdata_codes(microdata["reports"])
+        labels = microdata["categories"]
+        cells = np.asarray([_csv_text(label) for label in labels], dtype=object)
+        csv_body = "\n".join(cells[codes]) if codes.size else ""
+        header = _csv_text(microdata["column"])
+        files[microdata_file_format(position, "csv")] = (
+            f"{header}\n{csv_body}\n" if codes.size else f"{header}\n"
+        ).encode()
+        document = {
+            "column": microdata["column"],
+            "categories": labels,
+            "rule": stat["rule"],
+            "epsilon": stat["epsilon"],
+            "delta": stat["delta"],
+            "records": np.asarray(labels, dtype=object)[codes].tolist(),
+        }
+        files[microdata_file_format(position, "json")] = json.dumps(
+            document, ensure_ascii=False
+        ).encode()
+    return files
+
+
+def _csv_text(text: str) -> str:
+    """One CSV field of text: quoted when it must be, and a formula's start defused."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="").writerow([_csv_cell(text)])
+    return out.getvalue()
+
+
 def release_document(release: Release, statistics: list[dict[str, Any]]) -> dict[str, Any]:
     """The published JSON document of one version (also the API's statistics)."""
     return {
@@ -374,6 +425,7 @@ def _publish(release_id: int, claim_token: str) -> None:
         contents = {
             ReleaseFile.Format.CSV: release_csv(statistics),
             ReleaseFile.Format.JSON: json.dumps(document, indent=2, ensure_ascii=False).encode(),
+            **microdata_files(statistics),
         }
         for file_format, content in contents.items():
             record = ReleaseFile(
