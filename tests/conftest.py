@@ -137,6 +137,20 @@ def csv_upload(content: bytes = CLINIC_CSV, name: str = "clinic.csv") -> SimpleU
     return SimpleUploadedFile(name, content, content_type="text/csv")
 
 
+def statistics_formset(*rows: dict) -> dict:
+    """The wizard's statistics step as a POST body: one formset row per dict of the form's
+    fields (kind, column, bins…; a list for a multiple choice), each of weight 1 unless given."""
+    data = {
+        "stat-TOTAL_FORMS": str(len(rows)),
+        "stat-INITIAL_FORMS": str(len(rows)),
+        "stat-MIN_NUM_FORMS": "1",
+        "stat-MAX_NUM_FORMS": "1000",
+    }
+    for index, row in enumerate(rows):
+        data.update({f"stat-{index}-{key}": value for key, value in {"weight": "1", **row}.items()})
+    return data
+
+
 def csv_cells(content: bytes) -> list[list[str]]:
     """The cells of a simple CSV (no quoting), without its header."""
     return [line.split(",") for line in content.decode().splitlines()[1:]]

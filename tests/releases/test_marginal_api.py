@@ -8,7 +8,7 @@ import pytest
 
 from releases.models import Release
 from releases.services.datasets import dataset_schema_update
-from tests.conftest import CLINIC_SCHEMA
+from tests.conftest import CLINIC_SCHEMA, statistics_formset
 
 TABLE = {"kind": "marginal", "columns": ["sex", "visits"]}
 
@@ -93,16 +93,7 @@ def test_the_wizard_keeps_a_tables_second_column(client, curator, tabled):
     page = client.get(f"/releases/{release.pk}/statistics/").content.decode()
     saved = client.post(
         f"/releases/{release.pk}/statistics/",
-        {
-            "stat-TOTAL_FORMS": "1",
-            "stat-INITIAL_FORMS": "1",
-            "stat-MIN_NUM_FORMS": "1",
-            "stat-MAX_NUM_FORMS": "1000",
-            "stat-0-kind": "marginal",
-            "stat-0-column": "sex",
-            "stat-0-second_column": "visits",
-            "stat-0-weight": "1",
-        },
+        statistics_formset({"kind": "marginal", "column": "sex", "second_column": "visits"}),
     )
 
     # then
@@ -155,16 +146,7 @@ def test_the_wizard_bins_a_tables_numeric_column_and_keeps_its_edges(client, cur
         queries=[{"kind": "count"}],
     )
     client.force_login(curator)
-    form = {
-        "stat-TOTAL_FORMS": "1",
-        "stat-INITIAL_FORMS": "1",
-        "stat-MIN_NUM_FORMS": "1",
-        "stat-MAX_NUM_FORMS": "1000",
-        "stat-0-kind": "marginal",
-        "stat-0-column": "sex",
-        "stat-0-second_column": "age",
-        "stat-0-weight": "1",
-    }
+    form = statistics_formset({"kind": "marginal", "column": "sex", "second_column": "age"})
 
     # when the edges are given, and when they are not
     saved = client.post(

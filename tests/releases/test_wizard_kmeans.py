@@ -8,6 +8,7 @@ import pytest
 
 from releases.models import Release
 from releases.services.releases import release_draft_create
+from tests.conftest import statistics_formset
 
 # In CLINIC_SCHEMA: age is numeric in 0–100, visits numeric in 0–10, sex categorical (F, M).
 CLUSTERS = {"kind": "kmeans", "columns": ["age", "visits"], "k": 3, "iterations": 5}
@@ -25,16 +26,7 @@ def release(curator, dataset):
 
 
 def statistics_post(**row) -> dict:
-    data = {
-        "stat-TOTAL_FORMS": "1",
-        "stat-INITIAL_FORMS": "1",
-        "stat-MIN_NUM_FORMS": "1",
-        "stat-MAX_NUM_FORMS": "1000",
-        "stat-0-weight": "1",
-        "stat-0-kind": "kmeans",
-    }
-    data.update({f"stat-0-{key}": value for key, value in row.items()})
-    return data
+    return statistics_formset({"kind": "kmeans", **row})
 
 
 def statistic_rows(page: str) -> list[str]:

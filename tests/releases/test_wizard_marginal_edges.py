@@ -9,6 +9,7 @@ import pytest
 
 from releases.models import Release
 from releases.services.releases import release_draft_create
+from tests.conftest import statistics_formset
 
 # In CLINIC_SCHEMA: age is numeric in 0–100, visits numeric in 0–10, sex categorical (F, M).
 AGES = "0, 18, 65, 100"
@@ -31,17 +32,8 @@ def release(curator, dataset):
     )
 
 
-def statistics_post(**row: str) -> dict:
-    data = {
-        "stat-TOTAL_FORMS": "1",
-        "stat-INITIAL_FORMS": "1",
-        "stat-MIN_NUM_FORMS": "1",
-        "stat-MAX_NUM_FORMS": "1000",
-        "stat-0-weight": "1",
-        "stat-0-kind": "marginal",
-    }
-    data.update({f"stat-0-{key}": value for key, value in row.items()})
-    return data
+def statistics_post(**row) -> dict:
+    return statistics_formset({"kind": "marginal", **row})
 
 
 def only_row(page: str) -> str:
