@@ -172,17 +172,14 @@ CACHES = {
     # Rate-limit counters (releases/apis/throttles.py), apart from the public cache so pages
     # never evict them: THROTTLE_CACHE_URL, else CACHE_URL, else each process's memory (then
     # each process counts on its own: share one cache, e.g. Redis, behind several workers).
-    "throttle": (
-        env.cache_url("THROTTLE_CACHE_URL")
-        if env.str("THROTTLE_CACHE_URL", default="")
-        else env.cache_url("CACHE_URL")
-        if env.str("CACHE_URL", default="")
-        else {
-            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-            "LOCATION": "throttle",
-            "OPTIONS": {"MAX_ENTRIES": 100_000},
-        }
-    ),
+    # In memory it is a store of its own (below), never the pages'.
+    "throttle": {
+        **env.cache_url(
+            "THROTTLE_CACHE_URL", default=env.str("CACHE_URL", default="locmemcache://")
+        ),
+        # Its own keys: in a shared Redis the counters stay apart from the pages.
+        "KEY_PREFIX": "throttle",
+    },
 }
 # Request bodies other than uploaded files (forms, JSON) Django reads into memory: above the API's
 # own cap (REST_FRAMEWORK["MAX_BODY_BYTES"]), so the API answers its cap in JSON naming "body".
@@ -203,6 +200,8 @@ CATALOG_MAX_INLINE_BINS = env.int("CATALOG_MAX_INLINE_BINS", default=1024)
 # costs up to about 0.1 s of CPU and a query string bypasses the public cache. Counted per window
 # of the rate's period in CACHES["throttle"].
 RANGE_QUERY_RATE = env.str("RANGE_QUERY_RATE", default="120/min")
+if CACHES["throttle"]["BACKEND"].endswith("LocMemCache"):
+    CACHES["throttle"].update(LOCATION="throttle", OPTIONS={"MAX_ENTRIES": 100_000})
 DEFAULT_BUDGET_EPSILON = env.str("DEFAULT_BUDGET_EPSILON", default="1.0")
 DEFAULT_BUDGET_DELTA = env.str("DEFAULT_BUDGET_DELTA", default="0")
 
@@ -229,12 +228,11 @@ REST_FRAMEWORK = {
     "MAX_JSON_DEPTH": env.int("API_MAX_JSON_DEPTH", default=32),
     "DEFAULT_PAGINATION_CLASS": "releases.apis.pagination.Pagination",
     "PAGE_SIZE": env.int("API_PAGE_SIZE", default=20),
-    # Proxies in front of the app that append the client's address to X-Forwarded-For: the
-    # rate limits count the address the nearest trusted proxy saw. 0 (the default, or 1 behind
-    # BEHIND_TLS_PROXY) reads REMOTE_ADDR only, so a client cannot pick its address by a header.
-    "NUM_PROXIES": env.int(
-        "NUM_PROXIES", default=1 if env.bool("BEHIND_TLS_PROXY", default=False) else 0
-    ),
+    # Proxies in front of the app that each append the address they saw to X-Forwarded-For (nginx:
+    # proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for): the rate limits count the
+    # address the nearest one saw. 0 (the default) reads REMOTE_ADDR only, so a client cannot
+    # pick its address by a header; behind a proxy that does not append, keep 0.
+    "NUM_PROXIES": env.int("NUM_PROXIES", default=0),
     "EXCEPTION_HANDLER": "releases.apis.errors.api_exception_handler",
 }
 

@@ -12,7 +12,7 @@ urlpatterns = [
     path("catalog/", public_cache(views.catalog_list), name="catalog"),
     path(
         "catalog/<slug:slug>/v<int:version>/",
-        public_cache(views.catalog_version, params=("statistic", "from", "to")),
+        public_cache(views.catalog_version, key=views.catalog_version_cache_key),
         name="catalog-version",
     ),
     path("audit/", views.audit_page, name="audit"),

@@ -1,25 +1,30 @@
 """Public catalog responses kept in the cache, so the pages everyone reads cost one lookup.
 
-A response is cached only for a request that carries no session, CSRF, message or language
-cookie (nobody signed in, nothing personal on the page) and only if it is a 200 that sets no
-cookie; its key is the host, the path with the query parameters the view reads, and the
-catalog's *generation*, which changes whenever a version is published. The
+A response is cached only for an anonymous request with no flash message waiting (nothing
+personal on the page) and only if it is a 200 that sets no cookie; its key is the scheme, host
+and Accept header, what the view will answer (its parsed arguments), and the catalog's
+*generation*, which changes whenever a version is published. The
 generation is one small query per request; with ``PUBLIC_CACHE_GENERATION_SECONDS`` > 0 a
 process reuses it for that long, and a new version then appears on cached pages within that time.
 """
 
 import hashlib
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable
 from functools import wraps
+from typing import Any
 
 from django.conf import settings
+from django.contrib.messages import get_messages
 from django.core.cache import cache
 from django.db.models import Count, Max
 
 from releases.models import Release
+
+logger = logging.getLogger(__name__)
 
 _generation_lock = threading.Lock()
 _generation: dict[str, object] = {"value": None, "read_at": float("-inf")}
@@ -44,42 +49,65 @@ def catalog_generation() -> str:
 
 
 def _personal(request) -> bool:
-    """A request whose page may be someone's own: it carries a session, a CSRF token, a flash
-    message or a language choice. Any other cookie (a tracker's) does not change the page."""
-    names = (
-        settings.SESSION_COOKIE_NAME,
-        settings.CSRF_COOKIE_NAME,
-        settings.LANGUAGE_COOKIE_NAME,
-        "messages",
-    )
-    return any(name in request.COOKIES for name in names)
+    """A request whose page may be someone's own: someone signed in, or a flash message waiting
+    to be shown. Decided by what the request is, not by cookie names: a forged session cookie or
+    a tracker's cookie leaves the page public (and cached)."""
+    return request.user.is_authenticated or len(get_messages(request)) > 0
 
 
-def public_cache(view: Callable, *, params: tuple[str, ...] | None = None) -> Callable:
-    """Serve an anonymous GET of ``view`` from the cache while the catalog is unchanged. With
-    ``params``, the query parameters the view reads, the key holds only those (in that order,
-    the last value of each, as the view reads them): other parameters, added to dodge the cache,
-    cost nothing."""
+# What a view will answer, given the request and the URL's arguments: requests that give the
+# same description get the same response, however their query strings are written.
+CacheKey = Callable[..., Any]
+
+
+def public_cache(view: Callable, *, key: CacheKey | None = None) -> Callable:
+    """Serve an anonymous GET (or HEAD) of ``view`` from the cache while the catalog is unchanged.
+
+    The key holds the scheme, host and Accept header (links and JSON rendering follow them) and,
+    with ``key``, what the view will answer as ``key(request, **url_arguments)`` describes it
+    (parsed values, so that padded, reordered or ignored parameters, leading zeros and garbage
+    the view treats alike share one entry); without it, the full path. A cache that fails is
+    skipped, never an error."""
 
     @wraps(view)
     def cached(request, *args, **kwargs):
-        if request.method != "GET" or _personal(request) or not settings.PUBLIC_CACHE_SECONDS:
+        if (
+            request.method not in ("GET", "HEAD")
+            or not settings.PUBLIC_CACHE_SECONDS
+            or _personal(request)
+        ):
             return view(request, *args, **kwargs)
-        if params is None:
-            asked = request.get_full_path()
-        else:
-            chosen = {name: request.GET[name] for name in params if name in request.GET}
-            asked = f"{request.path}\n{json.dumps(chosen)}"
-        raw = f"{request.get_host()}\n{asked}\n{catalog_generation()}"
-        key = "public:" + hashlib.sha256(raw.encode()).hexdigest()
-        response = cache.get(key)
+        asked = request.get_full_path() if key is None else json.dumps(key(request, **kwargs))
+        raw = "\n".join(
+            [
+                request.scheme,
+                request.get_host(),
+                request.headers.get("Accept", ""),
+                asked,
+                catalog_generation(),
+            ]
+        )
+        cache_key = "public:" + hashlib.sha256(raw.encode()).hexdigest()
+        try:
+            response = cache.get(cache_key)
+        except Exception:  # the cache is down: answer without it
+            logger.warning("public cache unavailable", exc_info=True)
+            return view(request, *args, **kwargs)
         if response is not None:
             return response
         response = view(request, *args, **kwargs)
         if hasattr(response, "render") and not getattr(response, "is_rendered", True):
             response.render()
-        if response.status_code == 200 and not response.cookies and not response.streaming:
-            cache.set(key, response, settings.PUBLIC_CACHE_SECONDS)
+        if (
+            request.method == "GET"
+            and response.status_code == 200
+            and not response.cookies
+            and not response.streaming
+        ):
+            try:
+                cache.set(cache_key, response, settings.PUBLIC_CACHE_SECONDS)
+            except Exception:
+                logger.warning("public cache unavailable", exc_info=True)
         return response
 
     return cached

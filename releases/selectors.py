@@ -372,7 +372,7 @@ def release_range_answer(
 
 # Range histograms kept decoded per process (a published version never changes): compact, about
 # 0.5 MB each at 65,536 bins, so a client cycling statistics cannot churn out a busy one cheaply.
-PUBLISHED_RANGES_KEPT = 16
+PUBLISHED_RANGES_KEPT = 64
 _published_ranges_kept: OrderedDict[tuple[str, int, int], PublishedRanges] = OrderedDict()
 _published_ranges_lock = threading.Lock()
 

@@ -27,12 +27,12 @@ urlpatterns = [
     path("catalog/", public_cache(views.CatalogListApi.as_view()), name="api-catalog"),
     path(
         "catalog/<slug:slug>/versions/<int:version>/",
-        public_cache(views.CatalogVersionApi.as_view(), params=("format",)),
+        public_cache(views.CatalogVersionApi.as_view(), key=views.catalog_version_api_cache_key),
         name="api-catalog-version",
     ),
     path(
         "catalog/<slug:slug>/versions/<int:version>/statistics/<int:position>/range/",
-        public_cache(views.CatalogRangeApi.as_view(), params=("from", "to", "format")),
+        public_cache(views.CatalogRangeApi.as_view(), key=views.catalog_range_cache_key),
         name="api-catalog-range",
     ),
     path(

@@ -225,13 +225,18 @@ def catalog_version(request, slug: str, version: int):
     if release is None:
         raise Http404("No published release with this name and version.")
     position, bounds, errors = _range_request(request.GET)
-    status, wait = 200, None
     throttle = RangeQueryThrottle()
     if position is not None and not throttle.allow_request(request, None):
-        # The reader's own address asked too many ranges: the page without an answer.
+        # The reader's own address asked too many ranges: a short page, before any work.
         wait = math.ceil(throttle.wait())
-        position, bounds, status = None, None, 429
-        errors = [f"Too many ranges asked from your address: try again in {wait} s."]
+        response = render(
+            request,
+            "catalog/range_refused.html",
+            {"release": release, "wait": wait},
+            status=429,
+        )
+        response["Retry-After"] = str(wait)
+        return response
     statistics = selectors.release_statistics(release=release)
     ranges = [i for i, stat in enumerate(statistics) if stat["kind"] == selectors.RANGE_KIND]
     if position is not None and position not in ranges:
@@ -255,7 +260,7 @@ def catalog_version(request, slug: str, version: int):
             stat["record_files"] = [f for f in files if f["position"] == index]
             stat["rows_text"] = f"{stat['microdata']['rows']:,}"
     other_versions = selectors.release_list_published().filter(series=release.series)
-    response = render(
+    return render(
         request,
         "catalog/version.html",
         {
@@ -267,11 +272,14 @@ def catalog_version(request, slug: str, version: int):
             # Errors of a range request that no range tool on the page asked.
             "range_errors": errors if position not in ranges else [],
         },
-        status=status,
     )
-    if wait is not None:
-        response["Retry-After"] = str(wait)
-    return response
+
+
+def catalog_version_cache_key(request, slug: str, version: int) -> list:
+    """What the version page will answer (public_cache): the version, and the range asked as
+    parsed, so spellings of one request, and garbage it treats alike, share one cached page."""
+    position, bounds, errors = _range_request(request.GET)
+    return [slug, version, position, bounds, errors]
 
 
 def _range_request(params) -> tuple[int | None, tuple[float, float] | None, list[str]]:

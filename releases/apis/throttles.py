@@ -1,6 +1,8 @@
 """Rate limits for public requests that cost computation the public cache cannot save."""
 
 import hashlib
+import ipaddress
+import logging
 import math
 import time
 
@@ -8,9 +10,26 @@ from django.conf import settings
 from django.core.cache import caches
 from rest_framework.throttling import SimpleRateThrottle
 
+logger = logging.getLogger(__name__)
+
 # The cache alias that counts requests: apart from the public cache, whose pages would otherwise
 # evict the counters (and reset every address's limit).
 THROTTLE_CACHE = "throttle"
+
+
+def client_network(address: str) -> str:
+    """What one client is counted as: its IPv4 address, or its IPv6 address's /64 (a host gets a
+    whole /64 and could rotate through it); an IPv4-mapped IPv6 address is its IPv4 address.
+    Anything else (no address, a unix socket) as given."""
+    try:
+        parsed = ipaddress.ip_address(address.strip())
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+    return str(parsed)
 
 
 class RangeQueryThrottle(SimpleRateThrottle):
@@ -21,9 +40,11 @@ class RangeQueryThrottle(SimpleRateThrottle):
 
     A fixed window counted with the cache's atomic ``add`` and ``incr``: concurrent requests
     cannot all read the same history and slip past the limit, as they can with DRF's sliding
-    window (read, check, write back). The address is REMOTE_ADDR, or the one the trusted proxies
-    saw (``REST_FRAMEWORK["NUM_PROXIES"]``), never a header the client wrote; it is hashed into
-    the key so that no header's text reaches the cache."""
+    window (read, check, write back); at a window's edge a client can get up to twice the rate
+    in a moment. The address is REMOTE_ADDR, or the one the trusted proxies saw
+    (``REST_FRAMEWORK["NUM_PROXIES"]``), never a header the client wrote, counted by
+    :func:`client_network` and hashed into the key so that no header's text reaches the cache.
+    If the counters' cache fails, requests are answered uncounted (and a warning logged)."""
 
     scope = "range"
 
@@ -37,21 +58,27 @@ class RangeQueryThrottle(SimpleRateThrottle):
         return settings.RANGE_QUERY_RATE
 
     def get_cache_key(self, request, view) -> str:
-        ident = hashlib.sha256(self.get_ident(request).encode("utf-8", "replace")).hexdigest()
-        return f"throttle_{self.scope}_{ident[:32]}"
+        ident = client_network(self.get_ident(request) or "")
+        digest = hashlib.sha256(ident.encode("utf-8", "replace")).hexdigest()
+        return f"throttle_{self.scope}_{digest[:32]}"
 
     def allow_request(self, request, view) -> bool:
         now = time.time()
         window = math.floor(now / self.duration)
         self.window_end = (window + 1) * self.duration
         key = f"{self.get_cache_key(request, view)}_{window}"
-        # The key outlives its window by a little, so the count is never lost while it counts.
-        self.cache.add(key, 0, timeout=self.duration + 1)
         try:
-            count = self.cache.incr(key)
-        except ValueError:  # expired between add and incr: this request starts the window
-            self.cache.add(key, 1, timeout=self.duration + 1)
-            count = 1
+            # The key outlives its window by a little, so the count is never lost while it counts.
+            self.cache.add(key, 0, timeout=self.duration + 1)
+            try:
+                count = self.cache.incr(key)
+            except ValueError:  # expired between add and incr: this request starts the window
+                self.cache.add(key, 1, timeout=self.duration + 1)
+                count = 1
+        except Exception:
+            # The counters' cache is down: answer (the public is not refused for our outage).
+            logger.warning("rate-limit cache unavailable; request not counted", exc_info=True)
+            return True
         return count <= self.num_requests
 
     def wait(self) -> float:

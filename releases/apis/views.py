@@ -317,6 +317,17 @@ class CatalogVersionApi(APIView):
         return Response({**catalog_entry(release, request), "statistics": statistics})
 
 
+def catalog_version_api_cache_key(request, slug: str, version: int) -> list:
+    """What the version API will answer (public_cache): one version, in the format asked."""
+    return [slug, version, request.GET.get("format")]
+
+
+def catalog_range_cache_key(request, slug: str, version: int, position: int) -> list:
+    """What the range API will answer (public_cache): the range as parsed, or its errors."""
+    bounds, errors = range_params_parse(request.GET)
+    return [slug, version, position, bounds, errors, request.GET.get("format")]
+
+
 class CatalogRangeApi(APIView):
     """Any range of a published range histogram: ``?from=20&to=40`` in the column's units;
     rate-limited per client address (429 with Retry-After beyond ``RANGE_QUERY_RATE``)."""
