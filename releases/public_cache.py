@@ -103,6 +103,8 @@ def public_cache(view: Callable, *, key: CacheKey | None = None) -> Callable:
             and response.status_code == 200
             and not response.cookies
             and not response.streaming
+            # A page that holds a CSRF token holds the reader's own: never someone else's page.
+            and not request.META.get("CSRF_COOKIE_NEEDS_UPDATE")
         ):
             try:
                 cache.set(cache_key, response, settings.PUBLIC_CACHE_SECONDS)

@@ -101,3 +101,29 @@ def test_a_process_may_reuse_the_generation_for_a_while(first, settings, django_
     # when / then no query at all
     with django_assert_num_queries(0):
         assert Client().get("/api/v1/catalog/").status_code == 200
+
+
+def test_a_response_holding_a_csrf_token_is_never_cached(rf, db):
+    from django.contrib.auth.models import AnonymousUser
+    from django.contrib.messages.storage.fallback import FallbackStorage
+    from django.http import HttpResponse
+    from django.middleware.csrf import get_token
+
+    from releases.public_cache import public_cache
+
+    calls = []
+
+    def form_page(request):
+        calls.append(1)
+        return HttpResponse(f"<input name=csrfmiddlewaretoken value={get_token(request)}>")
+
+    cached = public_cache(form_page)
+    for _ in range(2):
+        request = rf.get("/form/")
+        request.user = AnonymousUser()
+        request.session = {}
+        request._messages = FallbackStorage(request)
+        request.META["CSRF_COOKIE"] = "a" * 32  # the reader already has a token cookie
+        cached(request)
+
+    assert len(calls) == 2
