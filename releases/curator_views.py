@@ -293,6 +293,11 @@ def _add_definition_errors(form, errors: dict[str, list[str]]) -> None:
             field = "definition_kind"
         elif parts == ["definition", "policy"]:
             field = "policy_graph"
+        elif parts[0] == "queries" and len(parts) > 1 and parts[1].isdigit():
+            # A chosen statistic this definition cannot release: said for the form, naming it.
+            for message in messages_for_path:
+                form.add_error(None, f"Statistic {int(parts[1]) + 1}: {message}")
+            continue
         else:
             field = parts[-1]
         for message in messages_for_path:
@@ -315,11 +320,15 @@ def _starting_point(request, dataset):
 
 
 def _unfit_statistics(release: Release, errors: dict[str, list[str]]) -> set[int] | None:
-    """The indexes of the draft's statistics named by ``errors`` when they name nothing else."""
+    """The indexes of the draft's statistics named by ``errors`` when they name nothing else.
+    A statistic refused by the definition itself (``queries.<i>.kind``: randomized records under
+    ε-DP) is not unfit for the schema: the privacy step says so instead of removing it."""
     indexes = set()
     for path in errors:
         parts = path.split(".")
         if parts[0] != "queries" or len(parts) < 2 or not parts[1].isdigit():
+            return None
+        if parts[2:] == ["kind"]:
             return None
         indexes.add(int(parts[1]))
     return indexes if indexes and max(indexes) < len(release.queries) else None

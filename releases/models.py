@@ -274,7 +274,8 @@ class ReleaseFile(models.Model):
     format = models.CharField(max_length=40)
     file = models.FileField(storage=release_storage, upload_to="files/")
     sha256 = models.CharField(max_length=64)
-    size = models.PositiveIntegerField()
+    # Bytes; a record-level file can pass 2 GiB (a 32-bit column on PostgreSQL).
+    size = models.PositiveBigIntegerField()
 
     class Meta:
         ordering = ["release", "format"]

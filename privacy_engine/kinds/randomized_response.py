@@ -60,6 +60,8 @@ from privacy_engine.schema import CategoricalColumn, Schema
 # Reports shuffled in memory at most (16 bytes each while sorting random keys); a larger file is
 # written grouped by reported category, which tells no more (the order carries no data).
 MAX_SHUFFLED_ROWS = 20_000_000
+# Dummy rows a padded file may need (its shift): beyond, the file would be mostly padding.
+MAX_DUMMY_ROWS = 100_000
 # The category of records the column's rules would leave out (missing, or not in the list).
 NOT_LISTED = "(missing or not listed)"
 
@@ -137,15 +139,22 @@ class ResponseMechanism:
         return self.responses.halfwidth(self.declared_size, coverage)
 
     def reports(self, counts: list[int]) -> np.ndarray:
-        """The number of reports of each category in the file (dummy rows included)."""
-        codes = np.repeat(np.arange(self.categories), np.asarray(counts, dtype=np.int64))
+        """The number of reports of each category in the file (dummy rows included): each
+        category's records randomized a chunk at a time (memory bounded whatever n), then, when
+        padded, the dummy rows. Counting the reports is what a shuffled file tells, so the
+        counts have the distribution of :func:`randomized_response.padded_release`'s file."""
+        reports = np.zeros(self.categories, dtype=np.int64)
+        for category, count in enumerate(counts):
+            for start in range(0, int(count), rr.CHUNK_RECORDS):
+                size = min(rr.CHUNK_RECORDS, int(count) - start)
+                chunk = self.responses.release(np.full(size, category, dtype=np.uint16))
+                reports += np.bincount(chunk, minlength=self.categories)
         if self.padding is not None:
-            reports = rr.padded_release(
-                codes, self.padding, random_bytes=self.random_bytes, noise=self.noise
-            )
-        else:
-            reports = self.responses.release(codes)
-        return np.bincount(reports, minlength=self.categories).astype(np.int64)
+            dummies = int(rr.draw_padding(self.padding, 1, self.noise)[0])
+            source = self.random_bytes or rr.system_random_bytes
+            rows = rr.uniform_codes(dummies, self.categories, source)
+            reports += np.bincount(rows, minlength=self.categories)
+        return reports
 
 
 def microdata_codes(
@@ -223,6 +232,13 @@ class RandomizedResponseKind(QueryKind):
             declared_size=context.schema.declared_size,
             noise=context.noise,
         )
+        if mechanism.padding is not None and mechanism.padding.shift > MAX_DUMMY_ROWS:
+            raise EngineValidationError.single(
+                "kind",
+                f"at this statistic's ε ({epsilon:.4g}) and δ ({delta:.3g}) hiding the number of "
+                f"records would take about {mechanism.padding.shift:,} dummy rows (at most "
+                f"{MAX_DUMMY_ROWS:,}): raise ε or δ, or give this statistic more weight",
+            )
         return PlannedStatistic(
             query=query,
             epsilon=epsilon,

@@ -76,6 +76,16 @@ def _plan(dataset: Dataset, definition: Any, queries: Any):
                 ]
             }
         )
+    record_files = sum(1 for s in plan.statistics if s.query.kind == "randomized_response")
+    if record_files > settings.RELEASE_MAX_RECORD_FILES:
+        raise ValidationFailed(
+            {
+                "queries": [
+                    f"choose at most {settings.RELEASE_MAX_RECORD_FILES} record-level files "
+                    "(randomized response) per release: each holds a row per record"
+                ]
+            }
+        )
     cells = _published_cells(plan)
     if cells > settings.RELEASE_MAX_CELLS:
         raise ValidationFailed(

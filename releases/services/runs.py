@@ -396,8 +396,9 @@ def microdata_files(statistics: list[dict[str, Any]]) -> dict[str, bytes]:
 def _csv_text(text: str) -> str:
     """One CSV field of text: quoted when it must be, and a formula's start defused."""
     out = io.StringIO()
-    csv.writer(out, lineterminator="").writerow([_csv_cell(text)])
-    return out.getvalue()
+    # The usual terminator, so that a line break inside a label would be quoted.
+    csv.writer(out, lineterminator="\r\n").writerow([_csv_cell(text)])
+    return out.getvalue().removesuffix("\r\n")
 
 
 def release_document(release: Release, statistics: list[dict[str, Any]]) -> dict[str, Any]:

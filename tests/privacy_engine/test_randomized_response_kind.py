@@ -185,3 +185,13 @@ def test_under_approximate_dp_dummy_rows_hide_the_number_of_records():
     assert low <= microdata["records"] <= high
     assert sum(microdata["reports"]) == microdata["rows"]
     assert set(statistic.value) == {"yes", "no", kind.NOT_LISTED}
+
+
+def test_a_padding_of_more_than_a_hundred_thousand_rows_is_refused():
+    tiny = {"kind": "approx_dp", "epsilon": 0.001, "delta": 1e-12}
+
+    with pytest.raises(EngineValidationError) as refused:
+        plan_release(schema=SCHEMA, definition=tiny, queries=[RR])
+
+    (message,) = refused.value.errors["queries.0.kind"]
+    assert "dummy rows (at most 100,000): raise ε or δ" in message

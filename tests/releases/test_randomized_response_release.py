@@ -184,3 +184,37 @@ def test_under_approximate_dp_the_file_is_padded_and_the_page_says_so(
     assert len(rows) - 1 == statistic["microdata"]["rows"] > 2_000  # dummies are mixed in
     html = anonymous_client.get(f"/catalog/{release.series.slug}/v1/").content.decode()
     assert "dummy rows of random categories mixed in" in html
+
+
+def test_switching_a_draft_with_records_to_epsilon_dp_is_refused_and_keeps_it(
+    client, curator, smokers
+):
+    from releases.services.releases import release_draft_create
+
+    draft = release_draft_create(
+        user=curator, dataset=smokers, title="Smokers", definition=BLOWFISH, queries=[RR]
+    )
+    client.force_login(curator)
+
+    # when the privacy step is saved with ε-DP
+    response = client.post(
+        f"/releases/{draft.pk}/privacy/",
+        {"title": "Smokers", "definition_kind": "pure_dp", "epsilon": "1"},
+    )
+
+    # then the step says why, naming the statistic, and the draft keeps its records
+    assert response.status_code == 200
+    assert "Statistic 1: a record-level file shows how many records there are" in (
+        response.content.decode().replace("&#x27;", "'")
+    )
+    draft.refresh_from_db()
+    assert draft.queries == [RR]
+    assert draft.definition["kind"] == "blowfish"
+
+
+def test_at_most_three_record_files_per_release(curator_client, smokers):
+    response = draft(curator_client, smokers.pk, BLOWFISH, *[RR] * 4)
+
+    assert response.status_code == 400
+    (message,) = response.json()["errors"]["queries"]
+    assert message.startswith("choose at most 3 record-level files")
