@@ -289,3 +289,31 @@ def test_a_release_that_draws_many_numbers_simulates_fewer_runs():
     print(f"simulated preview of the largest k-means: {elapsed:.3f} s")
     assert entry["objective_ratio"]["runs"] == km.MIN_SIMULATED_RUNS
     assert elapsed < 10.0
+
+
+def test_a_preview_simulates_at_most_three_different_kmeans_statistics(monkeypatch):
+    from privacy_engine import guidance
+    from privacy_engine.kinds import kmeans as km_kind
+
+    calls = []
+    real = km_kind.KMeansKind.simulated_facts
+
+    def counted(self, planned, schema, n):
+        calls.append(planned.query)
+        return real(self, planned, schema, n)
+
+    monkeypatch.setattr(km_kind.KMeansKind, "simulated_facts", counted)
+    schema = {
+        "columns": {c: {"kind": "numeric", "lower": 0, "upper": 255} for c in "rgb"},
+        "declared_size": 10_000,
+    }
+    same = {"kind": "kmeans", "columns": ["r", "g"], "k": 3, "iterations": 2}
+    queries = [same, same, *({**same, "k": k} for k in (4, 5, 6, 7))]
+
+    entries = guidance.simulated_preview(
+        schema=schema, definition={"kind": "pure_dp", "epsilon": 6}, queries=queries
+    )
+
+    assert len(calls) == 3
+    assert [("objective_ratio" in e) for e in entries] == [True, True, True, True, False, False]
+    assert entries[0]["objective_ratio"] == entries[1]["objective_ratio"]
