@@ -65,6 +65,7 @@ from privacy_engine.schema import (
     schema_from_dict,
 )
 from privacy_engine.sensitivity import sensitivity
+from privacy_engine.synthetic import SyntheticTable, synthetic_table
 from privacy_engine.translation import (
     epsilon_to_truth_probability,
     group_privacy,
@@ -109,6 +110,7 @@ __all__ = [
     "Schema",
     "StatisticResult",
     "Sum",
+    "SyntheticTable",
     "accuracy_curve",
     "blowfish_refusal",
     "check_declared_size",
@@ -137,5 +139,6 @@ __all__ = [
     "schema_from_dict",
     "sensitivity",
     "split_epsilon",
+    "synthetic_table",
     "truth_probability_to_epsilon",
 ]

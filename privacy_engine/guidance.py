@@ -16,7 +16,7 @@ from privacy_engine.translation import epsilon_to_truth_probability
 
 HARM_EPSILON = {"low": 2.0, "moderate": 1.0, "severe": 0.25}
 RELEASES_FACTOR = {"once": 1.0, "few": 0.5, "regularly": 0.25}
-# Iterative statistics (k-means) whose whole releases one simulated preview simulates: each takes
+# Statistics that simulate whole releases (k-means, synthetic tables) per preview: each takes
 # up to seconds, and a preview is one web request.
 MAX_SIMULATED_RELEASES = 3
 
@@ -71,7 +71,8 @@ def simulated_preview(
 
     A kind's :meth:`~privacy_engine.kinds.QueryKind.simulated_facts` are added to its entry:
     k-means, whose rounds need a table, simulates whole releases on a public table of the
-    declared shape and adds ``objective_ratio`` (kinds/kmeans.py), for at most
+    declared shape and adds ``objective_ratio`` (kinds/kmeans.py), a synthetic table its
+    ``synthetic_error`` (synthetic.py), for at most
     MAX_SIMULATED_RELEASES different statistics (identical ones share theirs)."""
     plan = plan_release(schema=schema, definition=definition, queries=queries)
     n = plan.schema.declared_size
@@ -91,9 +92,10 @@ def simulated_preview(
             shown, mechanism_input = simulation
             result = release_statistic(planned, mechanism_input, plan.schema)
             entry.update(simulated=shown, noisy=result.value, ci95=result.ci95)
-        if kind.iterative:
-            # Whole simulated releases (k-means: about 0.3–4 s each): identical statistics
-            # share one, and a preview simulates at most MAX_SIMULATED_RELEASES of them.
+        if kind.simulates_releases:
+            # Whole simulated releases (k-means: about 0.3–4 s each, a synthetic table 2–5 s):
+            # identical statistics share one, and a preview simulates at most
+            # MAX_SIMULATED_RELEASES of them.
             key = (query, planned.epsilon, planned.delta)
             if key not in facts and len(facts) < MAX_SIMULATED_RELEASES:
                 facts[key] = kind.simulated_facts(planned, plan.schema, n)

@@ -143,8 +143,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Integral
@@ -158,12 +156,10 @@ from privacy_engine.definitions import MAX_EPSILON, MIN_EPSILON
 from privacy_engine.errors import EngineValidationError
 from privacy_engine.mechanisms import GeometricMechanism, laplace_calibration
 from privacy_engine.noise import NoiseSource
+from privacy_engine.random_bits import ByteSource, random_words, system_random_bytes
 from privacy_engine.schema import check_declared_size
 
 dp.enable_features("contrib")
-
-ByteSource = Callable[[int], bytes]
-"""``source(count)`` returns ``count`` uniformly random bytes."""
 
 IntervalMethod = Literal["worst_case", "quarter", "plug_in"]
 INTERVAL_METHODS: tuple[str, ...] = ("worst_case", "quarter", "plug_in")
@@ -184,26 +180,12 @@ _HALFWORD = 1 << 16
 _MAX_REJECTION_ROUNDS = 16
 
 
-def system_random_bytes(count: int) -> bytes:
-    """``count`` bytes from the operating system's CSPRNG (``os.urandom``)."""
-    return os.urandom(count)
-
-
-def _random_words(count: int, source: ByteSource, dtype: str) -> np.ndarray:
-    """``count`` uniform unsigned integers of ``dtype`` (little-endian ``"<u4"`` or ``"<u2"``)."""
-    size = np.dtype(dtype).itemsize * count
-    data = source(size)
-    if len(data) != size:
-        raise RuntimeError(f"the byte source returned {len(data)} bytes, not {size}")
-    return np.frombuffer(data, dtype=dtype)
-
-
 def _uniform_below(count: int, bound: int, source: ByteSource, dtype: Any) -> np.ndarray:
     """``count`` uniform integers in 0..bound − 1 (2 ≤ bound ≤ 2¹⁶) by rejection sampling on
     16-bit draws: a draw is kept when it is below the largest multiple of ``bound`` that 16 bits
     hold, so each residue is equally likely (no modulo bias); the rest are drawn again."""
     limit = (_HALFWORD // bound) * bound
-    draws = _random_words(count, source, "<u2")
+    draws = random_words(count, source, "<u2")
     values = (draws % bound).astype(dtype)
     if limit == _HALFWORD:  # bound a power of two: every draw is kept
         return values
@@ -211,7 +193,7 @@ def _uniform_below(count: int, bound: int, source: ByteSource, dtype: Any) -> np
     for _ in range(_MAX_REJECTION_ROUNDS):
         if not pending.size:
             return values
-        draws = _random_words(pending.size, source, "<u2")
+        draws = random_words(pending.size, source, "<u2")
         accepted = draws < limit
         values[pending[accepted]] = draws[accepted] % bound
         pending = pending[~accepted]
@@ -415,7 +397,7 @@ class RandomizedResponseMechanism:
         a replacement drawn, kept or not, so the column is processed element-wise, with no
         gathers or scatters on the switched records."""
         true = true_codes.astype(self.output_dtype)
-        keep = _random_words(true.size, self.random_bytes, "<u4") < np.uint32(self.keep_threshold)
+        keep = random_words(true.size, self.random_bytes, "<u4") < np.uint32(self.keep_threshold)
         if self.categories == 2:
             return np.where(keep, true, true ^ 1)
         offsets = self._offsets(true.size)
@@ -798,7 +780,7 @@ def secure_permutation(count: int, random_bytes: ByteSource | None = None) -> np
     source = random_bytes or system_random_bytes
     count = int(count)
     for _ in range(_SHUFFLE_ROUNDS):
-        keys = _random_words(count, source, "<u8")
+        keys = random_words(count, source, "<u8")
         order = np.argsort(keys, kind="stable")
         ordered = keys[order]
         if not np.any(ordered[1:] == ordered[:-1]):

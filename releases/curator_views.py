@@ -531,6 +531,8 @@ def _statistic_initial(query: dict) -> dict:
             # Both columns numeric: each its own edges (looked up by name: a JSON object's
             # order is not kept by every database).
             initial.update(bins=_edges_text(bins[first]), second_bins=_edges_text(bins[second]))
+    elif kind == "synthetic":
+        initial.update(table_columns=list(query.get("columns") or []), bins="")
     elif kind == "kmeans":
         initial.update(
             columns=list(query.get("columns") or []),

@@ -20,6 +20,7 @@ STATISTIC_LABELS = {
     "range_histogram": "Histogram for any range (numeric)",
     "kmeans": "Clusters (k-means centres)",
     "randomized_response": "Record-level file, randomized (categorical)",
+    "synthetic": "Synthetic table (record-level file)",
 }
 
 
@@ -308,6 +309,13 @@ class StatisticForm(forms.Form):
         help_text="Clusters: the numeric columns whose centres are published (1 to 10).",
         widget=forms.CheckboxSelectMultiple,
     )
+    table_columns = forms.MultipleChoiceField(
+        required=False,
+        label="Columns of the synthetic table",
+        help_text="Synthetic table: 2 to 10 columns; a numeric one is cut into 10 equal bins "
+        "between its bounds (the API takes edges of your own).",
+        widget=forms.CheckboxSelectMultiple,
+    )
     bins = forms.CharField(
         required=False,
         label="Bins",
@@ -354,6 +362,7 @@ class StatisticForm(forms.Form):
         self.fields["column"].choices = [("", "—")] + [(c, c) for c in columns or []]
         self.fields["second_column"].choices = self.fields["column"].choices
         self.fields["columns"].choices = [(c, c) for c in numeric or []]
+        self.fields["table_columns"].choices = [(c, c) for c in columns or []]
 
     def _edge_fields(self, first: str, second: str) -> dict[str, str]:
         """A table's numeric columns, each with the field holding its edges: with two, the first
@@ -385,6 +394,8 @@ class StatisticForm(forms.Form):
             query["k"] = data.get("k")  # None when cleared: the engine names the field
             if data.get("iterations") is not None:
                 query["iterations"] = data["iterations"]
+        elif data["kind"] == "synthetic":
+            query["columns"] = list(data.get("table_columns") or [])
         elif data["kind"] != "count":
             query["column"] = data.get("column") or None
         if data["kind"] == "histogram" and data.get("bins", "").strip():
@@ -403,6 +414,10 @@ class StatisticForm(forms.Form):
             first = self.cleaned_data.get("column") or ""
             second = self.cleaned_data.get("second_column") or ""
             field = self._edge_fields(first, second).get(field.removeprefix("bins."), "bins")
+        elif field == "columns" and kind == "synthetic":
+            field = "table_columns"
+        elif field.startswith("bins.") and kind == "synthetic":
+            field = ""  # a numeric column's own edges: only the API takes them
         elif field == "columns" and kind != "kmeans":
             field = ""  # a table's two columns: said for the row
         self.add_error(field if field in self.fields else None, message)

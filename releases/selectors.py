@@ -29,6 +29,7 @@ KIND_TITLES = {
     RANGE_KIND: "Histogram for any range",
     "marginal": "Table",
     "randomized_response": "Randomized records",
+    "synthetic": "Synthetic table",
 }
 
 
@@ -251,6 +252,9 @@ def release_statistics(*, release: Release) -> list[dict]:
         if stat["kind"] == KMEANS_KIND:
             _cluster_rows(stat)
             continue
+        if stat["kind"] == SYNTHETIC_KIND:
+            _synthetic_rows(stat)
+            continue
         # Rows built here, not looked up in a template: a category named like a dict method
         # ("items", "keys") would otherwise shadow it.
         stat["cell_rows"] = (
@@ -271,6 +275,30 @@ def release_statistics(*, release: Release) -> list[dict]:
 
 # The statistic kind whose value is a list of centroids, one row each.
 KMEANS_KIND = "kmeans"
+# The statistic kind whose rows are in its files; the page compares their buckets' counts with
+# the published marginals.
+SYNTHETIC_KIND = "synthetic"
+
+
+def _synthetic_rows(stat: dict) -> None:
+    """A synthetic table for templates: ``synthetic_rows``, one per column and bucket with its
+    published noisy count and the number of generated rows in it; ``preserved``, the marginals
+    kept, as text; ``cell_rows`` None (the rows are in the files)."""
+    microdata = stat["microdata"]
+    columns = microdata["columns"]
+    one_way = microdata["marginals"][: len(columns)]
+    generated = microdata.get("generated_counts") or [[None] * len(b) for b in microdata["buckets"]]
+    stat["cell_rows"] = None
+    stat["synthetic_rows"] = [
+        {"column": name, "bucket": bucket, "published": published, "generated": made}
+        for name, buckets, marginal, made_counts in zip(
+            columns, microdata["buckets"], one_way, generated, strict=True
+        )
+        for bucket, published, made in zip(buckets, marginal["counts"], made_counts, strict=True)
+    ]
+    stat["preserved"] = ", ".join(
+        " × ".join(m["columns"]) for m in microdata["marginals"][len(microdata["columns"]) :]
+    )
 
 
 def _cluster_rows(stat: dict) -> None:

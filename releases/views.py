@@ -183,6 +183,37 @@ def _clusters_chart(index: int, stat: dict) -> dict:
     return chart
 
 
+def _shares(counts: list[int | float]) -> list[float]:
+    """Counts as shares of their total, negatives (noise) counted as 0."""
+    positive = [max(0.0, float(c)) for c in counts]
+    total = sum(positive)
+    return [c / total if total else 0.0 for c in positive]
+
+
+def _synthetic_chart(index: int, stat: dict) -> dict:
+    """A synthetic table: for each column, the share of each bucket in the published noisy
+    marginal beside its share of the generated rows (a menu picks the column)."""
+    microdata = stat["microdata"]
+    columns = microdata["columns"]
+    one_way = microdata["marginals"][: len(columns)]
+    generated = microdata.get("generated_counts") or [[] for _ in columns]
+    return {
+        "id": f"chart-{index}",
+        "synthetic": True,
+        "columns": [
+            {
+                "name": plotly_text(name),
+                "labels": [plotly_text(b) for b in buckets],
+                "published": _shares(marginal["counts"]),
+                "generated": _shares(made) if made else [],
+            }
+            for name, buckets, marginal, made in zip(
+                columns, microdata["buckets"], one_way, generated, strict=True
+            )
+        ],
+    }
+
+
 def _chart_data(statistics: list[dict]) -> list[dict]:
     """Histogram bars with asymmetric 95% error bars, tables as heatmaps and k-means' centroids
     as a scatter, for the page's Plotly script. Every text from curator input (category and
@@ -195,6 +226,8 @@ def _chart_data(statistics: list[dict]) -> list[dict]:
             charts.append(_table_chart(index, stat))
         elif stat["kind"] == selectors.KMEANS_KIND:
             charts.append(_clusters_chart(index, stat))
+        elif stat["kind"] == selectors.SYNTHETIC_KIND:
+            charts.append(_synthetic_chart(index, stat))
         elif isinstance(stat["value"], dict):
             labels = list(stat["value"])
             values = [stat["value"][label] for label in labels]
@@ -243,7 +276,8 @@ def catalog_version(request, slug: str, version: int):
         errors = [f"Statistic {position} is not a histogram for any range."]
     for index, stat in enumerate(statistics):
         is_range = index in ranges
-        stat["chart_id"] = f"chart-{index}" if stat["cell_rows"] is not None or is_range else None
+        has_chart = stat["cell_rows"] is not None or is_range or stat["kind"] == "synthetic"
+        stat["chart_id"] = f"chart-{index}" if has_chart else None
         if is_range:
             bins = stat["tree"]["bins"]
             stat["bar_bins"] = range_bar_bins(bins)

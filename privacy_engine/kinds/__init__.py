@@ -13,6 +13,7 @@ from privacy_engine.kinds import (  # noqa: F401  (registers them)
     range_histogram,
     kmeans,
     randomized_response,
+    synthetic,
 )
 
 # isort: on

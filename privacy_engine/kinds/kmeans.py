@@ -301,6 +301,7 @@ class KMeansKind(QueryKind):
     name = "kmeans"
     query_type = KMeans
     iterative = True
+    simulates_releases = True
 
     def parse(self, spec: Mapping[str, Any], weight: float) -> KMeans:
         columns = spec.get("columns")

@@ -40,6 +40,9 @@ from releases.services.clock import database_now
 from releases.services.datasets import dataset_require_ready
 from releases.services.errors import Conflict, ValidationFailed
 
+# Statistics whose files hold a row per record.
+RECORD_FILE_KINDS = ("randomized_response", "synthetic")
+
 
 def _published_cells(plan) -> int:
     """How many numbers a release publishes (each kind counts its own: a histogram one per bar,
@@ -76,13 +79,14 @@ def _plan(dataset: Dataset, definition: Any, queries: Any):
                 ]
             }
         )
-    record_files = sum(1 for s in plan.statistics if s.query.kind == "randomized_response")
+    record_files = sum(1 for s in plan.statistics if s.query.kind in RECORD_FILE_KINDS)
     if record_files > settings.RELEASE_MAX_RECORD_FILES:
         raise ValidationFailed(
             {
                 "queries": [
                     f"choose at most {settings.RELEASE_MAX_RECORD_FILES} record-level files "
-                    "(randomized response) per release: each holds a row per record"
+                    "(randomized records, synthetic tables) per release: each holds a row per "
+                    "record"
                 ]
             }
         )

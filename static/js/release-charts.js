@@ -1,5 +1,6 @@
 // Draws each histogram of a release as a bar chart with its published 95% intervals, each 2-way
-// table as a heatmap and each set of k-means centroids as a scatter sized by cluster.
+// table as a heatmap, each set of k-means centroids as a scatter sized by cluster and each
+// synthetic table beside its published marginals.
 // Labels arrive with &, < and > as entities (views.plotly_text): Plotly shows them as plain text
 // and never as its link or style markup; nothing here may build markup from them.
 (function () {
@@ -91,12 +92,45 @@
     }, { responsive: true, displaylogo: false });
   }
 
+  // A synthetic table: for one column at a time (a menu picks it), each bucket's share of the
+  // published noisy counts beside its share of the generated rows.
+  function syntheticChart(target, chart) {
+    var traces = [];
+    chart.columns.forEach(function (column, i) {
+      traces.push({
+        type: "bar", name: "published counts", x: column.labels, y: column.published,
+        visible: i === 0, marker: { color: "#2457c5" },
+        hovertemplate: "%{x}: %{y:.1%} of the published counts<extra></extra>"
+      });
+      traces.push({
+        type: "bar", name: "synthetic rows", x: column.labels, y: column.generated,
+        visible: i === 0, marker: { color: "#e0a030" },
+        hovertemplate: "%{x}: %{y:.1%} of the synthetic rows<extra></extra>"
+      });
+    });
+    var buttons = chart.columns.map(function (column, i) {
+      return {
+        method: "restyle", label: column.name,
+        args: ["visible", traces.map(function (_, t) { return Math.floor(t / 2) === i; })]
+      };
+    });
+    window.Plotly.newPlot(target, traces, {
+      margin: { t: 40, r: 10, b: 60, l: 60 },
+      barmode: "group",
+      legend: { orientation: "h", y: -0.2 },
+      xaxis: { type: "category" },
+      yaxis: { title: { text: "share" }, tickformat: ".0%", rangemode: "tozero" },
+      updatemenus: chart.columns.length > 1 ? [{ buttons: buttons, x: 0, y: 1.15, xanchor: "left", yanchor: "top" }] : []
+    }, { responsive: true, displaylogo: false });
+  }
+
   JSON.parse(source.textContent).forEach(function (chart) {
     var target = document.getElementById(chart.id);
     if (!target) { return; }
     if (chart.numeric) { rangeChart(target, chart); return; }
     if (chart.heatmap) { tableChart(target, chart); return; }
     if (chart.clusters) { clustersChart(target, chart); return; }
+    if (chart.synthetic) { syntheticChart(target, chart); return; }
     window.Plotly.newPlot(target, [{
       type: "bar",
       x: chart.labels,

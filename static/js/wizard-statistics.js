@@ -118,6 +118,10 @@
       query.k = whole(row.querySelector("input[name$='-k']").value);
       var iterations = row.querySelector("input[name$='-iterations']").value;
       if (iterations.trim()) { query.iterations = whole(iterations); }
+    } else if (kind === "synthetic") {
+      query.columns = Array.prototype.map.call(
+        row.querySelectorAll("input[type=checkbox][name$='-table_columns']:checked"),
+        function (box) { return box.value; });
     } else if (kind !== "count" && column) { query.column = column; }
     if (kind === "histogram" && bins.trim()) {
       query.bins = bins.split(",").map(function (b) { return parseFloat(b); });

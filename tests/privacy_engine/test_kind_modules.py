@@ -125,7 +125,7 @@ def test_a_registered_kind_is_read_checked_and_written_back():
     assert error.value.errors == {
         "kind": [
             "must be one of: count, histogram, sum, mean, quantile, marginal, "
-            "range_histogram, kmeans, randomized_response, scaled_count"
+            "range_histogram, kmeans, randomized_response, synthetic, scaled_count"
         ]
     }
 
@@ -163,6 +163,6 @@ def test_an_unregistered_kind_is_unknown_again():
     assert error.value.errors == {
         "kind": [
             "must be one of: count, histogram, sum, mean, quantile, marginal, "
-            "range_histogram, kmeans, randomized_response"
+            "range_histogram, kmeans, randomized_response, synthetic"
         ]
     }

@@ -170,7 +170,7 @@ def test_count_sensitivity_is_an_integer():
             {
                 "kind": [
                     "must be one of: count, histogram, sum, mean, quantile, marginal, "
-                    "range_histogram, kmeans, randomized_response"
+                    "range_histogram, kmeans, randomized_response, synthetic"
                 ]
             },
         ),

@@ -377,7 +377,7 @@ def _queries(*queries):
             {
                 "queries.1.kind": [
                     "must be one of: count, histogram, sum, mean, quantile, marginal, "
-                    "range_histogram, kmeans, randomized_response"
+                    "range_histogram, kmeans, randomized_response, synthetic"
                 ]
             },
             id="unknown-kind",

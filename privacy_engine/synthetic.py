@@ -1,0 +1,1018 @@
+"""``synthetic``: a synthetic table with the declared columns, generated from noisy marginals only
+(MST, McKenna, Miklau and Sheldon 2021), written against the engine's aggregation interface.
+
+What touches the data, and its noise (every draw by the engine's mechanisms, OpenDP's samplers):
+
+1. **Every 1-way marginal**: each column's CategoryCounts (a numeric column's BinCounts, on the
+   query's public bin edges), all drawn as one vector by the integer mechanism of the definition
+   (geometric under ε-DP and Blowfish, discrete Gaussian under (ε, δ)-DP).
+2. **Which 2-way marginals**: a maximum spanning tree over the columns, chosen greedily (Kruskal)
+   in d − 1 rounds, each by the exponential mechanism (OpenDP's report-noisy-max, as the quantile
+   kind uses it) among the pairs not yet connected. A pair's score is how badly the independent
+   model built from the *noisy* 1-way marginals predicts its true 2-way table (PairCounts):
+   ⌊Σ_cells |true − predicted| + ½⌋, the L1 distance rounded to a whole number.
+3. **The chosen 2-way marginals**: their PairCounts, drawn as one vector by the integer mechanism.
+
+Everything after is post-processing of those noisy answers and public facts (the schema, the
+query, the noise's variance): a graphical model is fitted to the noisy marginals by Private-PGM
+(``mbi``'s mirror descent, the estimator OpenDP's own MST and AIM use), and n̂ rows are sampled
+from it, each record independently, by ancestral sampling along the measured tree (our own few
+lines: mbi's sampler reads numpy's global generator, which DESIGN.md rule 2 bans even for
+post-processing), every draw exact over whole-number weights with bits from ``os.urandom``. n̂
+is the inverse-variance weighted estimate of the number of records from the noisy marginals. A
+numeric column's value is drawn uniformly within its synthetic bin.
+
+Sensitivities (c = rows per person; h = 1 under add/remove, 2 under Blowfish's replacement):
+
+- 1-way vector: one record is one cell of each of the d histograms: L1 c·h·d; L2 c·√d under
+  (ε, δ)-DP (each histogram moves by at most c in L2).
+- Scores: the prediction is fixed by step 1's noisy output (adaptive composition), so a score
+  moves as far as its pair's true table in L1: c·h; rounding half up (⌊x + ½⌋, monotone, and
+  ⌊x + k⌋ = ⌊x⌋ + k) keeps that bound. Scores are not monotonic: OpenDP's map charges 2·Δ/s.
+- Chosen pairs (d − 1 of them, a fixed number): L1 c·h·(d − 1); L2 c·√(d − 1).
+
+Blowfish: every Blowfish neighbour replaces one record, and any replacement moves each table by
+at most 2 in L1 (one cell down, one up), so h = 2 bounds every policy (the full-domain one
+exactly; finer policies are not exploited). Values a policy separates into different parts
+are not protected from each other, as for any Blowfish statistic.
+
+Budget: ε is split ONEWAY_SHARE : SELECT_SHARE : PAIRS_SHARE (SELECT_SHARE goes to the others when
+d = 2: one pair, no choice); δ is split evenly between the two Gaussian vectors (selection is pure
+ε-DP). The ledger is charged the mechanisms' own maps, summed (sequential composition).
+
+Columns whose declared rules can drop a record (a missing value without a fill; a category
+outside the list without an other bucket) are refused: a synthetic record needs a value in every
+column, and the marginals must count the same records.
+
+The release publishes the rows, the list of marginals preserved and their noisy counts, the
+mechanisms and the guarantee; it never publishes, and never computes, an error measured against
+the real table (that would leak). The preview's error is measured on a public simulated table of
+the declared shape (independent columns: declared categories uniform, bins in proportion to their
+widths).
+
+``mbi`` (with jax) is imported only when a table is fitted: the rest of the engine imports without
+it. Dependency: ``mbi`` (pyproject.toml).
+
+Registered by privacy_engine/kinds/synthetic.py. The published files' rows are drawn at
+publication by :func:`synthetic_table` from the stored noisy marginals (post-processing), so the
+stored statistic stays small whatever the table's size.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import itertools
+import json
+import math
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from privacy_engine.aggregates import Aggregate, BinCounts, PairCounts
+from privacy_engine.definitions import ApproxDP
+from privacy_engine.errors import EngineValidationError
+from privacy_engine.kinds.base import (
+    PlanContext,
+    PlannedStatistic,
+    QueryKind,
+    StatisticResult,
+    integer_mechanism,
+)
+from privacy_engine.kinds.histogram import parse_edges
+from privacy_engine.kinds.marginal import Side, side_of
+from privacy_engine.mechanisms import ExponentialMechanism, GaussianMechanism
+from privacy_engine.noise import DEFAULT_NOISE
+from privacy_engine.random_bits import ByteSource, random_words, system_random_bytes
+from privacy_engine.schema import NumericColumn, Schema
+from privacy_engine.sensitivity import histogram_sensitivity
+
+MIN_COLUMNS = 2
+MAX_COLUMNS = 10
+# Buckets per column: every pair's table then has at most 2,500 cells (the marginal kind's cap).
+MAX_BUCKETS = 50
+# Bins of a numeric column given no edges: equal ones between its declared bounds.
+DEFAULT_BINS = 10
+# Rows of the published table: n̂, capped (a larger table is a sample of the model, and says so).
+MAX_SYNTHETIC_ROWS = 200_000
+# ε shares of the three steps (OpenDP's MST defaults are 0.5 : 0.05 : 0.45 in ρ).
+ONEWAY_SHARE = 0.3
+SELECT_SHARE = 0.1
+PAIRS_SHARE = 0.6
+# Mirror-descent iterations of the fit (mbi's default is 1000; 500 is within noise here).
+FIT_ITERATIONS = 500
+
+
+@dataclass(frozen=True)
+class Synthetic:
+    """A synthetic table of ``columns`` (2 to MAX_COLUMNS, each categorical or a numeric column
+    cut into ``bins``: one tuple of edges per column, None for a categorical one)."""
+
+    columns: tuple[str, ...]
+    weight: float = 1.0
+    bins: tuple[tuple[float, ...] | None, ...] = ()
+    kind: str = field(default="synthetic", init=False)
+    column: None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if not self.bins:
+            object.__setattr__(self, "bins", (None,) * len(self.columns))
+
+
+class MaxScoreMechanism(ExponentialMechanism):
+    """The exponential mechanism choosing the *largest* score (OpenDP's report-noisy-max without
+    negation); the same scale and privacy map as :class:`ExponentialMechanism`, whose least-score
+    choice it mirrors."""
+
+    @functools.cached_property
+    def measurement(self) -> Any:
+        import opendp.prelude as dp
+
+        return dp.m.make_noisy_max(
+            dp.vector_domain(dp.atom_domain(T="u64")),
+            dp.linf_distance(T="u64", monotonic=False),
+            dp.max_divergence(),
+            scale=self.scale,
+            negate=False,
+        )
+
+    def release(self, scores: list[int]) -> int:
+        """The chosen option's index. A noise source that hands the input back (tests' exact
+        sources) stands for no noise: the largest score is chosen (the first on a tie)."""
+        exact = [int(s) for s in scores]
+        chosen = self.noise.sample(self.measurement, exact)
+        if isinstance(chosen, list):
+            return max(range(len(exact)), key=exact.__getitem__)
+        return int(chosen)
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """Every noisy answer the release draws, and public facts: all a synthetic table is built
+    from (its fit and sample are post-processing of this)."""
+
+    columns: tuple[str, ...]
+    sizes: tuple[int, ...]
+    oneway: tuple[np.ndarray, ...]
+    pairs: tuple[tuple[int, int], ...]
+    pair_cells: tuple[np.ndarray, ...]
+    oneway_std: float
+    pair_std: float
+
+    @property
+    def records(self) -> float:
+        """n̂: the inverse-variance weighted mean of every noisy table's total, at least 1."""
+        estimates, weights = [], []
+        for cells, std in [(c, self.oneway_std) for c in self.oneway] + [
+            (c, self.pair_std) for c in self.pair_cells
+        ]:
+            estimates.append(float(np.sum(cells)))
+            weights.append(1.0 / (std * std * cells.size) if std > 0 else 1e300)
+        total = sum(e * w for e, w in zip(estimates, weights, strict=True)) / sum(weights)
+        return max(1.0, total)
+
+
+# --- the query --------------------------------------------------------------------------------
+
+
+def _shown(name: str) -> str:
+    return name if len(name) <= 60 else name[:57] + "…"
+
+
+def default_edges(column: NumericColumn) -> tuple[float, ...]:
+    """DEFAULT_BINS equal bins between a numeric column's declared bounds (public facts)."""
+    lower, upper = float(column.lower), float(column.upper)
+    inner = (
+        float(f"{lower + (upper - lower) * i / DEFAULT_BINS:.6g}") for i in range(1, DEFAULT_BINS)
+    )
+    edges = (lower, *(e for e in inner if lower < e < upper), upper)
+    return tuple(dict.fromkeys(edges))
+
+
+def with_edges(query: Synthetic, schema: Schema) -> Synthetic:
+    """The query with every numeric column's edges: its own, or :func:`default_edges`."""
+    bins = tuple(
+        default_edges(column)
+        if edges is None and isinstance(column := schema.columns.get(name), NumericColumn)
+        else edges
+        for name, edges in zip(query.columns, query.bins, strict=True)
+    )
+    return query if bins == query.bins else replace(query, bins=bins)
+
+
+def sides(query: Synthetic, schema: Schema) -> tuple[Side, ...]:
+    """Each column's buckets, rule and engine request (the marginal kind's, per column; numeric
+    columns without edges cut by :func:`default_edges`)."""
+    query = with_edges(query, schema)
+    return tuple(side_of(query, index, schema) for index in range(len(query.columns)))  # type: ignore[arg-type]
+
+
+def all_pairs(d: int) -> list[tuple[int, int]]:
+    return list(itertools.combinations(range(d), 2))
+
+
+def _stage_epsilons(epsilon: float, d: int) -> tuple[float, float, float]:
+    from privacy_engine.release import split_epsilon  # release.py imports the kinds
+
+    select = SELECT_SHARE if d > 2 else 0.0
+    oneway, chosen, pairs = split_epsilon(epsilon, [ONEWAY_SHARE, select, PAIRS_SHARE])
+    return oneway, chosen, pairs
+
+
+def noise_std(mechanism: Any) -> float:
+    """The standard deviation of one cell's noise: discrete Laplace of scale b has variance
+    2α/(1 − α)², α = e^{−1/b}; the (discrete) Gaussian's is σ (to within 10⁻⁹ of the
+    continuous one for σ ≥ 1)."""
+    if mechanism.scale == 0:
+        return 0.0
+    if isinstance(mechanism, GaussianMechanism):
+        return float(mechanism.scale)
+    alpha = math.exp(-1.0 / mechanism.scale)
+    return math.sqrt(2.0 * alpha) / (1.0 - alpha)
+
+
+class SyntheticKind(QueryKind):
+    name = "synthetic"
+    query_type = Synthetic
+
+    def parse(self, spec: Mapping[str, Any], weight: float) -> Synthetic:
+        columns = spec.get("columns")
+        if (
+            not isinstance(columns, list)
+            or not MIN_COLUMNS <= len(columns) <= MAX_COLUMNS
+            or not all(isinstance(c, str) for c in columns)
+            or len(set(columns)) != len(columns)
+        ):
+            raise EngineValidationError.single(
+                "columns",
+                f"name {MIN_COLUMNS} to {MAX_COLUMNS} different columns, "
+                'e.g. ["sex", "region", "age"]',
+            )
+        bins = spec.get("bins")
+        if bins is not None and (
+            not isinstance(bins, dict) or not set(bins) <= set(columns) or not bins
+        ):
+            raise EngineValidationError.single(
+                "bins", 'map a numeric column to its edges, e.g. {"age": [0, 18, 65, 100]}'
+            )
+        edges = tuple(
+            parse_edges(bins[name], f"bins.{name}") if bins and name in bins else None
+            for name in columns
+        )
+        return Synthetic(columns=tuple(columns), weight=weight, bins=edges)
+
+    def validate(self, query: Synthetic, schema: Schema) -> None:
+        if (
+            not MIN_COLUMNS <= len(query.columns) <= MAX_COLUMNS
+            or len(set(query.columns)) != len(query.columns)
+            or len(query.bins) != len(query.columns)
+        ):
+            raise EngineValidationError.single(
+                "columns", f"name {MIN_COLUMNS} to {MAX_COLUMNS} different columns"
+            )
+        for name, side in zip(query.columns, sides(query, schema), strict=True):
+            if side.drops:
+                raise EngineValidationError.single(
+                    "columns",
+                    f"'{_shown(name)}' can leave records out (a missing value without a fill, or "
+                    "a category outside the list without an other bucket): a synthetic record "
+                    "needs a value in every column, so declare a fill value (and an other "
+                    "bucket for a categorical column)",
+                )
+            if len(side.buckets) > MAX_BUCKETS:
+                raise EngineValidationError.single(
+                    f"bins.{name}" if isinstance(side.counts, BinCounts) else "columns",
+                    f"'{_shown(name)}' has {len(side.buckets):,} buckets; a synthetic table "
+                    f"allows at most {MAX_BUCKETS} per column",
+                )
+
+    def to_dict(self, query: Synthetic) -> dict[str, Any]:
+        out: dict[str, Any] = {"columns": list(query.columns)}
+        bins = {
+            name: list(edges)
+            for name, edges in zip(query.columns, query.bins, strict=True)
+            if edges is not None
+        }
+        if bins:
+            out["bins"] = bins
+        return out
+
+    def columns(self, query: Synthetic) -> tuple[str, ...]:
+        return query.columns
+
+    def _sensitivities(self, query: Synthetic, context: PlanContext) -> tuple[Any, int, Any]:
+        """(1-way vector, one score, chosen pairs' vector) in the definition's norm."""
+        c = context.rows_per_person
+        h = histogram_sensitivity(context.definition)
+        d = len(query.columns)
+        if isinstance(context.definition, ApproxDP):
+            oneway: Any = c * math.isqrt(d) if math.isqrt(d) ** 2 == d else c * math.sqrt(d)
+            pairs: Any = (
+                c * math.isqrt(d - 1) if math.isqrt(d - 1) ** 2 == d - 1 else c * math.sqrt(d - 1)
+            )
+            return oneway, c * h, pairs
+        return c * h * d, c * h, c * h * (d - 1)
+
+    def sensitivity(self, query: Synthetic, context: PlanContext) -> Any:
+        """That of the chosen pairs' vector, the statistic's main part."""
+        return self._sensitivities(query, context)[2]
+
+    def published_cells(self, query: Synthetic, schema: Schema) -> int:
+        """The numbers the page lists: each column's noisy counts (one per bucket); the 2-way
+        tables are in the files, like the rows."""
+        return sum(len(side.buckets) for side in sides(query, schema))
+
+    def noise_draws(self, query: Synthetic, schema: Schema) -> int:
+        """1-way cells, at most d − 1 of the largest tables, and d − 1 selections."""
+        sizes = [len(side.buckets) for side in sides(query, schema)]
+        largest = sorted((a * b for a, b in itertools.combinations(sizes, 2)), reverse=True)
+        d = len(sizes)
+        return sum(sizes) + sum(largest[: d - 1]) + d * (d - 1) // 2 * (d - 1)
+
+    def plan(
+        self, query: Synthetic, epsilon: float, delta: float, context: PlanContext
+    ) -> PlannedStatistic:
+        d = len(query.columns)
+        eps_oneway, eps_select, eps_pairs = _stage_epsilons(epsilon, d)
+        delta_half = delta / 2.0
+        oneway_sens, score_sens, pairs_sens = self._sensitivities(query, context)
+        oneway = integer_mechanism(oneway_sens, eps_oneway, delta_half, context)
+        selectors: tuple[Any, ...] = ()
+        if d > 2:
+            from privacy_engine.release import split_epsilon
+
+            step_epsilons = split_epsilon(eps_select, [1.0] * (d - 1))
+            selectors = tuple(
+                MaxScoreMechanism(
+                    sensitivity=score_sens,
+                    epsilon=step,
+                    candidates=d * (d - 1) // 2,
+                    noise=context.noise,
+                )
+                for step in step_epsilons
+            )
+        pairs = integer_mechanism(pairs_sens, eps_pairs, delta_half, context)
+        mechanisms = (oneway, *selectors, pairs)
+        name = "+".join(dict.fromkeys(m.name for m in mechanisms))
+        return PlannedStatistic(
+            query=query,
+            epsilon=epsilon,
+            delta=delta,
+            mechanism=name,
+            sensitivity=pairs.sensitivity,
+            noise_scale=pairs.scale,
+            expected_abs_error=pairs.expected_abs_error,
+            ci95_halfwidth=pairs.halfwidth(),
+            mechanisms=mechanisms,
+            note=(
+                "noise of one cell of each preserved 2-way marginal as measured; the generated "
+                "table adds the model's error (the simulated preview measures both on a public "
+                "table of the declared shape)"
+            ),
+        )
+
+    def aggregates(self, query: Synthetic, schema: Schema) -> list[Aggregate]:
+        """Every column's counts, then every pair's table (PairCounts, in combinations order):
+        the pairs' scores need them all, and one pass computes them."""
+        columns = sides(query, schema)
+        return [
+            *(side.counts for side in columns),
+            *(
+                PairCounts(first=columns[i].counts, second=columns[j].counts)
+                for i, j in all_pairs(len(columns))
+            ),
+        ]
+
+    def exact_answer(
+        self, query: Synthetic, answers: list[Any]
+    ) -> tuple[list[list[int]], list[list[int]]]:
+        d = len(query.columns)
+        return [list(a) for a in answers[:d]], [list(a) for a in answers[d:]]
+
+    def simulated(self, query: Synthetic, schema: Schema, n: int) -> None:
+        """No one-draw example (a fit takes seconds): see :meth:`simulated_facts`."""
+        return None
+
+    def simulated_facts(self, planned: PlannedStatistic, schema: Schema, n: int) -> dict[str, Any]:
+        """``{"synthetic_error": {...}}``: the total variation distance of every 1- and 2-way
+        marginal of the fitted model from that of a public simulated table of n records of the
+        declared shape (independent columns: declared categories uniform, bins in proportion to
+        their widths), one simulated release with the plan's mechanisms. Reads no data, spends
+        no budget. Kept per process for plans drawn by the engine's own noise (a fit takes
+        seconds, and a curator previews the same plan while editing others)."""
+        key = _preview_key(planned, schema, n)
+        if key is not None:
+            with _PREVIEW_LOCK:
+                if key in _PREVIEWS:
+                    _PREVIEWS.move_to_end(key)
+                    return copy.deepcopy(_PREVIEWS[key])
+        facts = self._simulate(planned, schema, n)
+        if key is not None:
+            with _PREVIEW_LOCK:
+                _PREVIEWS[key] = copy.deepcopy(facts)
+                while len(_PREVIEWS) > PREVIEWS_KEPT:
+                    _PREVIEWS.popitem(last=False)
+        return facts
+
+    def _simulate(self, planned: PlannedStatistic, schema: Schema, n: int) -> dict[str, Any]:
+        query = planned.query
+        columns = sides(query, schema)
+        exact = simulated_answers(query, schema, n)
+        measurements = measure(planned, exact)
+        model = fit(measurements)
+        probabilities = [_distribution(c) for c in exact[0]]
+        one_way = [_tvd(model.marginal(i), probabilities[i]) for i in range(len(columns))]
+        two_way = [
+            _tvd(model.pair(i, j).ravel(), _distribution(cells))
+            for (i, j), cells in zip(all_pairs(len(columns)), exact[1], strict=True)
+        ]
+        one_mean, two_mean, two_max = (
+            float(np.mean(one_way)),
+            float(np.mean(two_way)),
+            float(np.max(two_way)),
+        )
+        sentence = (
+            f"on a simulated table of {n:,} records of the declared shape, a synthetic table "
+            f"from this release's noise had each column's shares off by {one_mean:.1%} on "
+            f"average and each pair of columns' by {two_mean:.1%} (the worst pair "
+            f"{two_max:.1%}), as total variation distance: the share of records that would have "
+            "to move to match. A real table's pairs that the spanning tree leaves out can "
+            "fare worse."
+        )
+        return {
+            "synthetic_error": {
+                "one_way_tvd_mean": one_mean,
+                "two_way_tvd_mean": two_mean,
+                "two_way_tvd_max": two_max,
+                "simulated_table": (
+                    f"{n:,} records, independent columns: declared categories equally likely, "
+                    "bins in proportion to their widths (public, never the real data)"
+                ),
+                "sentence": sentence[0].upper() + sentence[1:],
+            }
+        }
+
+    def release(
+        self,
+        planned: PlannedStatistic,
+        exact: tuple[list[list[int]], list[list[int]]],
+        schema: Schema,
+        common: dict[str, Any],
+    ) -> StatisticResult:
+        """The noisy marginals and everything public needed to generate the rows
+        (:func:`synthetic_table`, at publication: post-processing), never the rows themselves, so
+        the stored statistic stays small whatever the table's size."""
+        query = planned.query
+        columns = sides(query, schema)
+        measurements = measure(planned, exact)
+        del exact  # from here on only the noisy answers and public facts are read
+        names = query.columns
+        records = measurements.records
+        rows = min(MAX_SYNTHETIC_ROWS, max(1, round(records)))
+        oneway, *_, pairs = planned.mechanisms
+        guarantee = _guarantee(planned, measurements, names)
+        rules = "; ".join(f"{name}: {side.rule}" for name, side in zip(names, columns, strict=True))
+        sampled = (
+            f"; the model's estimate of the number of records is {records:,.0f}, so the table "
+            f"is a sample of {rows:,} rows from it"
+            if rows < round(records)
+            else ""
+        )
+        rule = (
+            f"{rules}; {guarantee}; fitted by Private-PGM (mbi) mirror descent and sampled from "
+            "the fitted model (post-processing: the rows carry no privacy cost beyond the noisy "
+            "marginals); numeric values drawn uniformly within their bin; the rows are not real "
+            "records, and no error against the real table is computed or published" + sampled
+        )
+        sizes = measurements.sizes
+        marginals = [
+            {"columns": [names[i]], "counts": [int(v) for v in cells]}
+            for i, cells in enumerate(measurements.oneway)
+        ] + [
+            {
+                "columns": [names[i], names[j]],
+                "counts": np.asarray(cells, dtype=np.int64).reshape(sizes[i], sizes[j]).tolist(),
+            }
+            for (i, j), cells in zip(measurements.pairs, measurements.pair_cells, strict=True)
+        ]
+        microdata = {
+            "format": "synthetic",
+            "columns": list(names),
+            "buckets": [list(side.buckets) for side in columns],
+            "edges": [
+                list(edges) if edges is not None else None
+                for edges in with_edges(query, schema).bins
+            ],
+            "rows": rows,
+            "records_estimate": records,
+            "marginals": marginals,
+            "noise": {
+                "one_way": {
+                    "mechanism": oneway.name,
+                    "scale": oneway.scale,
+                    "std": measurements.oneway_std,
+                },
+                "two_way": {
+                    "mechanism": pairs.name,
+                    "scale": pairs.scale,
+                    "std": measurements.pair_std,
+                },
+                "selection": {
+                    "mechanism": "exponential",
+                    "scale": planned.mechanisms[1].scale if len(planned.mechanisms) > 2 else None,
+                },
+            },
+            "guarantee": guarantee,
+        }
+        return StatisticResult(
+            value=rows,
+            ci95=None,
+            rule=rule,
+            columns=list(names),
+            microdata=microdata,
+            **common,
+        )
+
+
+# Simulated previews kept per process (see SyntheticKind.simulated_facts).
+PREVIEWS_KEPT = 32
+_PREVIEWS: OrderedDict[str, dict[str, Any]] = OrderedDict()
+_PREVIEW_LOCK = threading.Lock()
+
+
+def _preview_key(planned: PlannedStatistic, schema: Schema, n: int) -> str | None:
+    """What a simulated preview depends on: the query, each column's buckets and declared
+    categories, the mechanisms and n. None when a mechanism draws from an injected noise source
+    (tests'): such previews are not kept."""
+    if any(m.noise is not DEFAULT_NOISE for m in planned.mechanisms):
+        return None
+    query = planned.query
+    shape = [
+        [list(side.buckets), sorted(side.filled), list(edges) if edges else None]
+        for side, edges in zip(sides(query, schema), with_edges(query, schema).bins, strict=True)
+    ]
+    noise = [[type(m).__name__, m.sensitivity, m.scale] for m in planned.mechanisms]
+    return json.dumps([list(query.columns), shape, noise, n], default=str)
+
+
+def _guarantee(planned: PlannedStatistic, measurements: Measurements, names: Sequence[str]) -> str:
+    pairs = ", ".join(f"{names[i]} × {names[j]}" for i, j in measurements.pairs)
+    delta = f", δ = {planned.delta_spent:.3g}" if planned.delta_spent else ""
+    return (
+        f"ε = {planned.epsilon_spent:.6g}{delta} in all: every 1-way marginal measured with "
+        f"{planned.mechanisms[0].name} noise; the 2-way marginals {pairs} chosen as a maximum "
+        "spanning tree by the exponential mechanism on how badly the independent model of the "
+        f"noisy 1-way marginals predicts each pair, then measured with "
+        f"{planned.mechanisms[-1].name} noise"
+    )
+
+
+# --- the noisy answers: the only step that reads exact answers --------------------------------
+
+
+def independent_prediction(oneway: Sequence[np.ndarray], i: int, j: int) -> np.ndarray:
+    """The pair (i, j)'s table as the independent model of the noisy 1-way marginals predicts
+    it, row-major: n̂·p̂_i ⊗ p̂_j, with n̂ the mean noisy total and p̂ the noisy counts made
+    non-negative and normalised (uniform when none is positive). Post-processing."""
+    total = max(1.0, float(np.mean([np.sum(cells) for cells in oneway])))
+    shares = []
+    for cells in (oneway[i], oneway[j]):
+        positive = np.clip(np.asarray(cells, dtype=float), 0.0, None)
+        shares.append(
+            positive / positive.sum()
+            if positive.sum() > 0
+            else np.full(len(positive), 1.0 / len(positive))
+        )
+    return total * np.outer(shares[0], shares[1]).ravel()
+
+
+def scores(
+    oneway: Sequence[np.ndarray], exact_pairs: Sequence[Sequence[int]], candidates: Sequence[int]
+) -> list[int]:
+    """Each candidate pair's score: ⌊‖true − predicted‖₁ + ½⌋ (see the module)."""
+    d = len(oneway)
+    pairs = all_pairs(d)
+    out = []
+    for index in candidates:
+        i, j = pairs[index]
+        error = np.abs(
+            np.asarray(exact_pairs[index], dtype=float) - independent_prediction(oneway, i, j)
+        )
+        out.append(math.floor(math.fsum(error.tolist()) + 0.5))
+    return out
+
+
+def select_tree(
+    selectors: Sequence[Any], oneway: Sequence[np.ndarray], exact_pairs: Sequence[Sequence[int]]
+) -> list[tuple[int, int]]:
+    """The d − 1 pairs of a spanning tree, each chosen by its own exponential mechanism among
+    the pairs that join two components (Kruskal), scored once on the noisy 1-way marginals."""
+    d = len(oneway)
+    pairs = all_pairs(d)
+    if d == 2:
+        return [pairs[0]]
+    component = list(range(d))
+
+    def root(x: int) -> int:
+        while component[x] != x:
+            component[x] = component[component[x]]
+            x = component[x]
+        return x
+
+    all_scores = scores(oneway, exact_pairs, range(len(pairs)))
+    chosen = []
+    for selector in selectors:
+        candidates = [k for k, (i, j) in enumerate(pairs) if root(i) != root(j)]
+        pick = candidates[selector.release([all_scores[k] for k in candidates])]
+        i, j = pairs[pick]
+        component[root(i)] = root(j)
+        chosen.append((i, j))
+    return chosen
+
+
+def measure(
+    planned: PlannedStatistic, exact: tuple[Sequence[Sequence[int]], Sequence[Sequence[int]]]
+) -> Measurements:
+    """Every noise draw of the release, in order (1-way vector, the tree, the chosen pairs'
+    vector); what is returned is noisy answers and public facts only."""
+    exact_oneway, exact_pairs = exact
+    d = len(exact_oneway)
+    oneway_mechanism, *selectors, pairs_mechanism = planned.mechanisms
+    sizes = tuple(len(cells) for cells in exact_oneway)
+    flat = [int(v) for cells in exact_oneway for v in cells]
+    noisy = np.asarray(oneway_mechanism.release(flat), dtype=np.int64)
+    oneway = tuple(np.split(noisy, np.cumsum(sizes)[:-1]))
+    tree = select_tree(selectors, oneway, exact_pairs)
+    index = {pair: k for k, pair in enumerate(all_pairs(d))}
+    chosen = [[int(v) for v in exact_pairs[index[pair]]] for pair in tree]
+    noisy_pairs = np.asarray(
+        pairs_mechanism.release([v for cells in chosen for v in cells]), dtype=np.int64
+    )
+    pair_cells = tuple(np.split(noisy_pairs, np.cumsum([len(c) for c in chosen])[:-1]))
+    return Measurements(
+        columns=tuple(planned.query.columns),
+        sizes=sizes,
+        oneway=oneway,
+        pairs=tuple(tree),
+        pair_cells=pair_cells,
+        oneway_std=noise_std(oneway_mechanism),
+        pair_std=noise_std(pairs_mechanism),
+    )
+
+
+# --- post-processing: fit and sample (mbi imported here only) ---------------------------------
+
+
+def _attr(index: int) -> str:
+    return f"c{index}"
+
+
+@dataclass(frozen=True)
+class TreeModel:
+    """A fitted distribution over the columns' buckets whose graph is the measured spanning
+    tree, as numpy arrays: the root column's probabilities and every other column's conditional
+    given its parent (parent buckets × its buckets, each row adding up to 1). Any marginal of one
+    or two columns follows in closed form, without the graphical-model library."""
+
+    sizes: tuple[int, ...]
+    order: tuple[tuple[int | None, int], ...]
+    root: np.ndarray
+    conditionals: Mapping[int, np.ndarray]
+
+    @functools.cached_property
+    def _parents(self) -> dict[int, int | None]:
+        return {column: parent for parent, column in self.order}
+
+    @functools.cached_property
+    def _marginals(self) -> dict[int, np.ndarray]:
+        out = {self.order[0][1]: self.root}
+        for parent, column in self.order[1:]:
+            out[column] = out[parent] @ self.conditionals[column]  # type: ignore[index]
+        return out
+
+    def marginal(self, column: int) -> np.ndarray:
+        """P(column) as probabilities."""
+        return self._marginals[column]
+
+    def _step(self, start: int, end: int) -> np.ndarray:
+        """P(end | start) for two columns joined by a tree edge (Bayes against its direction)."""
+        if self._parents[end] == start:
+            return self.conditionals[end]
+        joint = self.conditionals[start] * self._marginals[end][:, None]  # P(end, start)
+        totals = joint.sum(axis=0, keepdims=True)
+        uniform = np.full_like(joint, 1.0 / joint.shape[0])
+        return np.where(totals > 0, joint / np.where(totals > 0, totals, 1.0), uniform).T
+
+    def _path(self, start: int, end: int) -> list[int]:
+        def ancestors(column: int) -> list[int]:
+            chain = [column]
+            while (parent := self._parents[chain[-1]]) is not None:
+                chain.append(parent)
+            return chain
+
+        up, down = ancestors(start), ancestors(end)
+        common = next(c for c in up if c in set(down))
+        return up[: up.index(common) + 1] + down[: down.index(common)][::-1]
+
+    def pair(self, first: int, second: int) -> np.ndarray:
+        """P(first, second) (first's buckets × second's): the product of the conditionals along
+        the tree's path between them."""
+        path = self._path(first, second)
+        joint = np.diag(self._marginals[first])
+        for start, end in itertools.pairwise(path):
+            joint = joint @ self._step(start, end)
+        return joint
+
+
+def _conditional(joint: np.ndarray) -> np.ndarray:
+    """Rows of a joint table made conditionals (a row without mass: uniform)."""
+    joint = np.clip(joint, 0.0, None)
+    totals = joint.sum(axis=1, keepdims=True)
+    uniform = np.full_like(joint, 1.0 / joint.shape[1])
+    return np.where(totals > 0, joint / np.where(totals > 0, totals, 1.0), uniform)
+
+
+def fit(measurements: Measurements, iterations: int = FIT_ITERATIONS) -> TreeModel:
+    """A Markov random field fitted to the noisy marginals by Private-PGM's mirror descent, read
+    out along the measured tree (its cliques) as a :class:`TreeModel`."""
+    # The CPU: jax would otherwise probe for accelerators (and log each one missing).
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    try:
+        from mbi import Domain, LinearMeasurement, estimation
+    except ImportError as error:  # pragma: no cover - the dependency is declared
+        raise RuntimeError(
+            "synthetic tables need Private-PGM: install opendp[mbi] (the project's opendp version)"
+        ) from error
+    d = len(measurements.sizes)
+    domain = Domain([_attr(i) for i in range(d)], list(measurements.sizes))
+    # A zero standard deviation (an exact answer) gets a tiny one: the fit weighs by 1/σ.
+    floor = 1e-3
+    observed = [
+        LinearMeasurement(
+            np.asarray(cells, dtype=float), (_attr(i),), stddev=max(floor, measurements.oneway_std)
+        )
+        for i, cells in enumerate(measurements.oneway)
+    ] + [
+        LinearMeasurement(
+            np.asarray(cells, dtype=float),
+            (_attr(i), _attr(j)),
+            stddev=max(floor, measurements.pair_std),
+        )
+        for (i, j), cells in zip(measurements.pairs, measurements.pair_cells, strict=True)
+    ]
+    model = estimation.mirror_descent(
+        domain, observed, known_total=measurements.records, iters=iterations
+    )
+
+    def project(columns: Sequence[int]) -> np.ndarray:
+        # mbi projects onto the attributes in the order asked (rows: the first's buckets).
+        values = np.asarray(model.project(tuple(_attr(i) for i in columns)).datavector())
+        return values.astype(float).reshape([measurements.sizes[i] for i in columns])
+
+    order = tuple(tree_order(d, measurements.pairs))
+    root = project([order[0][1]])
+    return TreeModel(
+        sizes=tuple(measurements.sizes),
+        order=order,
+        root=_conditional(root[None, :])[0],
+        conditionals={
+            column: _conditional(project([parent, column]))
+            for parent, column in order[1:]
+            if parent is not None
+        },
+    )
+
+
+# Sampling thresholds are whole numbers out of 2^SAMPLE_BITS: a draw is one uniform word.
+SAMPLE_BITS = 32
+_SAMPLE_SCALE = 1 << SAMPLE_BITS
+# A numeric value within its bin: a uniform 53-bit fraction (a double's full precision).
+_FRACTION_BITS = 53
+
+
+def integer_weights(probabilities: np.ndarray) -> np.ndarray:
+    """Each row of ``probabilities`` (clipped at 0; a row without mass becomes uniform) as whole
+    weights adding up to 2^SAMPLE_BITS, by largest remainders: every positive share keeps at
+    least its floor, and sampling by these weights is exact (one uniform word per draw)."""
+    shares = np.clip(np.atleast_2d(np.asarray(probabilities, dtype=float)), 0.0, None)
+    totals = shares.sum(axis=1, keepdims=True)
+    shares = np.where(totals > 0, shares / np.where(totals > 0, totals, 1.0), 1.0 / shares.shape[1])
+    raw = shares * _SAMPLE_SCALE
+    weights = np.floor(raw).astype(np.int64)
+    rest = _SAMPLE_SCALE - weights.sum(axis=1)
+    order = np.argsort(-(raw - weights), axis=1, kind="stable")
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(shares.shape[1])[None, :], axis=1)
+    return weights + (ranks < rest[:, None])
+
+
+def draw_codes(
+    weights: np.ndarray, given: np.ndarray | None, count: int, source: ByteSource
+) -> np.ndarray:
+    """``count`` codes, row r drawn from ``weights[given[r]]`` (``weights[0]`` when ``given``
+    is None): code k with probability weights[.., k]/2^SAMPLE_BITS exactly. One uniform 32-bit
+    word per draw, located in its row's cumulative weights; the rows' cumulative weights are laid
+    end to end (row v offset by v·2^SAMPLE_BITS), so one sorted search serves every row."""
+    rows, width = weights.shape
+    cumulative = np.cumsum(weights, axis=1) + (
+        np.arange(rows, dtype=np.int64)[:, None] << SAMPLE_BITS
+    )
+    parents = np.zeros(count, dtype=np.int64) if given is None else given.astype(np.int64)
+    keys = (parents << SAMPLE_BITS) + random_words(count, source, "<u4").astype(np.int64)
+    return np.searchsorted(cumulative.ravel(), keys, side="right") - parents * width
+
+
+def tree_order(d: int, pairs: Sequence[tuple[int, int]]) -> list[tuple[int | None, int]]:
+    """(parent, column) for every column, each parent before its children: a breadth-first walk
+    of the spanning tree from column 0 (the root has no parent)."""
+    neighbours: dict[int, list[int]] = {i: [] for i in range(d)}
+    for i, j in pairs:
+        neighbours[i].append(j)
+        neighbours[j].append(i)
+    order: list[tuple[int | None, int]] = [(None, 0)]
+    seen = {0}
+    for _, column in order:
+        for child in neighbours[column]:
+            if child not in seen:
+                seen.add(child)
+                order.append((column, child))
+    if len(order) != d:
+        raise ValueError("the measured pairs do not span the columns")
+    return order
+
+
+def sample(model: TreeModel, rows: int, random_bytes: ByteSource | None = None) -> np.ndarray:
+    """``rows`` records from the fitted model, as bucket codes (rows × columns), each drawn
+    independently by ancestral sampling along the tree: the root column from its marginal, every
+    other column from its conditional given its parent's drawn bucket; exactly the model's
+    distribution (to the 2^-32 of :func:`integer_weights`). The bits come from ``os.urandom``
+    (DESIGN.md rule 2; mbi's own sampler reads numpy's global generator, so it is not used)."""
+    source = random_bytes or system_random_bytes
+    codes = np.zeros((rows, len(model.sizes)), dtype=np.int64)
+    for parent, column in model.order:
+        if parent is None:
+            codes[:, column] = draw_codes(integer_weights(model.root), None, rows, source)
+        else:
+            weights = integer_weights(model.conditionals[column])
+            codes[:, column] = draw_codes(weights, codes[:, parent], rows, source)
+    return codes
+
+
+def uniform_fractions(count: int, source: ByteSource) -> np.ndarray:
+    """``count`` fractions k/2^53, k uniform over 0..2^53 − 1 (the top 53 bits of a word)."""
+    words = random_words(count, source, "<u8") >> np.uint64(64 - _FRACTION_BITS)
+    return words.astype(np.float64) / float(1 << _FRACTION_BITS)
+
+
+def decode(
+    buckets: Sequence[Sequence[str]],
+    edges: Sequence[Sequence[float] | None],
+    codes: np.ndarray,
+    random_bytes: ByteSource | None = None,
+) -> list[list[Any]]:
+    """The rows' values, column by column: a categorical column's bucket label, a numeric
+    column's (one with ``edges``) value drawn uniformly within its bin ([a, b); the last bin
+    [a, b]), from ``os.urandom`` bits as :func:`sample`."""
+    source = random_bytes or system_random_bytes
+    out: list[list[Any]] = []
+    for index, (labels, cuts) in enumerate(zip(buckets, edges, strict=True)):
+        these = codes[:, index]
+        if cuts is None:
+            out.append(np.asarray(labels, dtype=object)[these].tolist())
+            continue
+        bounds = np.asarray(cuts, dtype=float)
+        low, high = bounds[these], bounds[these + 1]
+        values = low + uniform_fractions(len(these), source) * (high - low)
+        # Rounding may land on b: keep a value inside its half-open bin.
+        last = these == len(bounds) - 2
+        values = np.minimum(values, np.where(last, high, np.nextafter(high, low)))
+        out.append(values.tolist())
+    return out
+
+
+def measurements_of(microdata: Mapping[str, Any]) -> Measurements:
+    """The noisy answers a published synthetic statistic stored (:meth:`SyntheticKind.release`)."""
+    names = list(microdata["columns"])
+    oneway = tuple(
+        np.asarray(m["counts"], dtype=np.int64) for m in microdata["marginals"][: len(names)]
+    )
+    tables = microdata["marginals"][len(names) :]
+    return Measurements(
+        columns=tuple(names),
+        sizes=tuple(len(b) for b in microdata["buckets"]),
+        oneway=oneway,
+        pairs=tuple((names.index(t["columns"][0]), names.index(t["columns"][1])) for t in tables),
+        pair_cells=tuple(np.asarray(t["counts"], dtype=np.int64).ravel() for t in tables),
+        oneway_std=float(microdata["noise"]["one_way"]["std"]),
+        pair_std=float(microdata["noise"]["two_way"]["std"]),
+    )
+
+
+@dataclass(frozen=True)
+class SyntheticTable:
+    """Generated rows (``values[c]`` is column c's, in row order) and each column's count of
+    rows per bucket (what the page sets beside the published marginals)."""
+
+    columns: tuple[str, ...]
+    values: tuple[list[Any], ...]
+    bucket_counts: tuple[list[int], ...]
+
+    def frame(self) -> Any:
+        """The rows as a pandas DataFrame (for the files and the bench)."""
+        import pandas as pd
+
+        return pd.DataFrame(dict(zip(self.columns, self.values, strict=True)))
+
+
+def synthetic_table(
+    microdata: Mapping[str, Any], random_bytes: ByteSource | None = None
+) -> SyntheticTable:
+    """The rows of a synthetic statistic: the model fitted to its stored noisy marginals, then
+    ``microdata["rows"]`` records sampled from it (post-processing: nothing here reads the real
+    table; a new call draws new rows from the same model). Seconds: the fit compiles with jax."""
+    measurements = measurements_of(microdata)
+    model = fit(measurements)
+    codes = sample(model, int(microdata["rows"]), random_bytes)
+    values = decode(microdata["buckets"], microdata["edges"], codes, random_bytes)
+    counts = tuple(
+        np.bincount(codes[:, i], minlength=size).tolist()
+        for i, size in enumerate(measurements.sizes)
+    )
+    return SyntheticTable(columns=measurements.columns, values=tuple(values), bucket_counts=counts)
+
+
+def synthetic_frame(microdata: Mapping[str, Any], random_bytes: ByteSource | None = None) -> Any:
+    """Rows generated from a synthetic statistic as a pandas DataFrame (tests, the bench)."""
+    return synthetic_table(microdata, random_bytes).frame()
+
+
+# --- the simulated preview and the bench's measures --------------------------------------------
+
+
+def _largest_remainder(total: int, shares: np.ndarray) -> list[int]:
+    raw = total * shares
+    base = np.floor(raw).astype(np.int64)
+    rest = total - int(base.sum())
+    order = np.argsort(-(raw - base), kind="stable")
+    base[order[:rest]] += 1
+    return [int(v) for v in base]
+
+
+def _declared_shares(side: Side, edges: tuple[float, ...] | None) -> np.ndarray:
+    if edges is not None:
+        widths = np.diff(np.asarray(edges, dtype=float))
+        return widths / widths.sum()
+    return np.asarray([1.0 if b in side.filled else 0.0 for b in side.buckets]) / len(side.filled)
+
+
+def simulated_answers(
+    query: Synthetic, schema: Schema, n: int
+) -> tuple[list[list[int]], list[list[int]]]:
+    """The aggregates of a public table of n records of the declared shape with independent
+    columns, computed (never built): 1-way and pair counts by largest remainders."""
+    columns = sides(query, schema)
+    edges = with_edges(query, schema).bins
+    shares = [_declared_shares(s, e) for s, e in zip(columns, edges, strict=True)]
+    oneway = [_largest_remainder(n, p) for p in shares]
+    pairs = [
+        _largest_remainder(n, np.outer(shares[i], shares[j]).ravel())
+        for i, j in all_pairs(len(columns))
+    ]
+    return oneway, pairs
+
+
+def _distribution(cells: Sequence[int]) -> np.ndarray:
+    values = np.asarray(cells, dtype=float)
+    return values / values.sum() if values.sum() > 0 else values
+
+
+def _tvd(p: np.ndarray, q: np.ndarray) -> float:
+    return 0.5 * float(np.abs(np.asarray(p, dtype=float) - np.asarray(q, dtype=float)).sum())
+
+
+def marginal_errors(
+    generated: Mapping[str, Sequence[Any]],
+    real: Mapping[str, Sequence[Any]],
+    columns: Sequence[str],
+) -> tuple[list[float], list[float]]:
+    """Total variation distances of every 1- and 2-way marginal of two tables given as
+    ``{column: values}`` of bucket labels. For the bench only: a release never calls this on
+    the real table."""
+    import pandas as pd
+
+    left, right = pd.DataFrame(generated), pd.DataFrame(real)
+
+    def tvd(names: list[str]) -> float:
+        a = left.groupby(names).size() / len(left)
+        b = right.groupby(names).size() / len(right)
+        joined = pd.concat([a, b], axis=1).fillna(0.0)
+        return 0.5 * float((joined.iloc[:, 0] - joined.iloc[:, 1]).abs().sum())
+
+    one = [tvd([c]) for c in columns]
+    two = [tvd([a, b]) for a, b in itertools.combinations(columns, 2)]
+    return one, two

@@ -1,0 +1,192 @@
+"""A synthetic table through the API and the wizard: planned, drawn by the worker's code (noisy
+marginals stored, never rows), its rows generated at publication into CSV/JSON files, the page's
+chart of the published marginals beside the rows' shares, and refusals naming the field."""
+
+import csv
+import io
+import json
+import re
+
+import pytest
+
+from releases.models import NoisyAnswer, Release
+from releases.services.datasets import dataset_create, dataset_schema_update
+from releases.services.releases import release_draft_create
+from tests.conftest import csv_upload, statistics_formset
+
+WARDS = b"ward,sex,age,name\n" + b"".join(
+    b"%s,%s,%d,p%d\n" % ([b"a", b"b", b"c"][i % 3], [b"F", b"M"][(i // 3) % 2], 20 + i % 60, i)
+    for i in range(1_200)
+)
+SCHEMA = {
+    "columns": {
+        "ward": {
+            "kind": "categorical",
+            "categories": ["a", "b", "c"],
+            "other": "other",
+            "fill": "a",
+        },
+        "sex": {"kind": "categorical", "categories": ["F", "M"], "other": "other", "fill": "F"},
+        "age": {"kind": "numeric", "lower": 0, "upper": 100, "fill": 40},
+        "name": {"kind": "identifier"},
+    },
+    "declared_size": 1_200,
+}
+PURE = {"kind": "pure_dp", "epsilon": 2.0}
+SYNTHETIC = {"kind": "synthetic", "columns": ["ward", "sex", "age"]}
+
+
+@pytest.fixture
+def wards(curator):
+    created = dataset_create(
+        owner=curator, name="Wards", upload=csv_upload(WARDS, "w.csv"), budget_epsilon="5"
+    )
+    return dataset_schema_update(dataset=created, user=curator, schema=SCHEMA)
+
+
+def publish(client, capture, dataset_id: int, *queries: dict) -> Release:
+    body = {"dataset": dataset_id, "title": "Wards", "definition": PURE, "queries": list(queries)}
+    created = client.post("/api/v1/releases/", body, format="json")
+    assert created.status_code == 201, created.json()
+    with capture(execute=True):
+        client.post(f"/api/v1/releases/{created.json()['id']}/submit/")
+    release = Release.objects.get(pk=created.json()["id"])
+    assert release.status == "published", release.failure_reason
+    return release
+
+
+def test_the_rows_are_published_in_files_and_the_statistic_stays_small(
+    curator_client, anonymous_client, wards, django_capture_on_commit_callbacks
+):
+    release = publish(
+        curator_client, django_capture_on_commit_callbacks, wards.pk, {"kind": "count"}, SYNTHETIC
+    )
+    base = f"/api/v1/catalog/{release.series.slug}/versions/1/"
+
+    version = anonymous_client.get(base).json()
+    rows = list(
+        csv.reader(
+            io.StringIO(b"".join(anonymous_client.get(base + "files/microdata-1.csv/")).decode())
+        )
+    )
+    document = json.loads(b"".join(anonymous_client.get(base + "files/microdata-1.json/")))
+
+    statistic = version["statistics"][1]
+    microdata = statistic["microdata"]
+    # the statistic: the noisy marginals kept, the guarantee, the rows' count; no rows
+    assert statistic["kind"] == "synthetic"
+    assert "records" not in microdata
+    assert [m["columns"] for m in microdata["marginals"][:3]] == [["ward"], ["sex"], ["age"]]
+    assert len(microdata["marginals"]) == 5  # and a spanning tree of two pairs
+    assert microdata["guarantee"].startswith("ε = 1 in all")  # half of the release's 2
+    assert abs(microdata["rows"] - 1_200) < 100
+    # the rows in both files, as many as said, every value in its declared domain
+    assert {f["format"] for f in version["files"]} == {
+        "csv",
+        "json",
+        "microdata-1.csv",
+        "microdata-1.json",
+    }
+    assert rows[0] == ["ward", "sex", "age"]
+    assert len(rows) - 1 == microdata["rows"] == len(document["rows"]) == statistic["value"]
+    assert {r[0] for r in rows[1:]} <= {"a", "b", "c", "other"}
+    assert all(0 <= float(r[2]) <= 100 for r in rows[1:])
+    assert document["columns"] == ["ward", "sex", "age"]
+    # the rows' buckets, counted at publication, are what the page compares
+    generated = microdata["generated_counts"]
+    assert sum(generated[0]) == microdata["rows"]
+    assert generated[0][:3] == [sum(r[0] == w for r in rows[1:]) for w in "abc"]
+    stored = NoisyAnswer.objects.get(release=release, position=1).statistic
+    assert len(json.dumps(stored)) < 10_000
+
+
+def test_the_page_sets_the_rows_beside_the_published_marginals(
+    curator_client, anonymous_client, wards, django_capture_on_commit_callbacks
+):
+    release = publish(curator_client, django_capture_on_commit_callbacks, wards.pk, SYNTHETIC)
+
+    html = anonymous_client.get(f"/catalog/{release.series.slug}/v1/").content.decode()
+
+    assert "Synthetic table of ward, sex, age" in html
+    assert "The rows are not real records" in html
+    assert "Download the records of statistic 1 (CSV)" in html
+    assert "Counts behind the chart" in html
+    charts = json.loads(
+        html.split('id="chart-data" type="application/json">')[1].split("</script>")[0]
+    )
+    (chart,) = charts
+    assert chart["synthetic"] is True
+    assert [c["name"] for c in chart["columns"]] == ["ward", "sex", "age"]
+    assert sum(chart["columns"][0]["generated"]) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("query", "field", "words"),
+    [
+        ({"kind": "synthetic", "columns": ["ward"]}, "queries.0.columns", "2 to 10"),
+        ({"kind": "synthetic", "columns": ["ward", "name"]}, "queries.0.columns", "neither"),
+        (
+            {"kind": "synthetic", "columns": ["ward", "age"], "bins": {"age": [1, 50, 100]}},
+            "queries.0.bins.age",
+            "declared bounds",
+        ),
+        ({"kind": "synthetic", "columns": "ward"}, "queries.0.columns", "2 to 10"),
+    ],
+)
+def test_bad_queries_are_400s_naming_the_field(curator_client, wards, query, field, words):
+    body = {"dataset": wards.pk, "title": "Wards", "definition": PURE, "queries": [query]}
+    response = curator_client.post("/api/v1/releases/", body, format="json")
+
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert words in " ".join(errors[field])
+
+
+def test_the_wizard_row_takes_the_columns_and_the_preview_states_the_simulated_error(
+    client, curator, wards
+):
+    release = release_draft_create(
+        user=curator, dataset=wards, title="Wards", definition=PURE, queries=[{"kind": "count"}]
+    )
+    client.force_login(curator)
+    url = f"/releases/{release.pk}/statistics/"
+
+    saved = client.post(
+        url, statistics_formset({"kind": "synthetic", "table_columns": ["ward", "age"]})
+    )
+
+    assert saved.status_code == 302
+    release.refresh_from_db()
+    assert release.queries == [{"kind": "synthetic", "columns": ["ward", "age"]}]
+    # the row reads back with its columns ticked
+    page = client.get(url).content.decode()
+    ticked = re.findall(r'name="stat-0-table_columns" value="(\w+)"[^>]*checked', page)
+    assert ticked == ["ward", "age"]
+    preview = client.get(saved["Location"]).content.decode()
+    assert "Synthetic table of ward, age: On a simulated table of 1,200 records" in preview
+
+
+def test_the_wizard_names_a_refusal_at_the_columns(client, curator, wards):
+    release = release_draft_create(
+        user=curator, dataset=wards, title="Wards", definition=PURE, queries=[{"kind": "count"}]
+    )
+    client.force_login(curator)
+
+    page = client.post(
+        f"/releases/{release.pk}/statistics/",
+        statistics_formset({"kind": "synthetic", "table_columns": ["ward"]}),
+    ).content.decode()
+
+    errors = re.search(r'<ul class="errorlist" id="id_stat-0-table_columns_error">(.*?)</ul>', page)
+    assert errors is not None
+    assert "2 to 10" in errors.group(1)
+
+
+def test_synthetic_tables_count_towards_the_record_level_files_cap(curator_client, wards):
+    queries = [SYNTHETIC, {"kind": "synthetic", "columns": ["ward", "sex"]}] * 2
+    body = {"dataset": wards.pk, "title": "Wards", "definition": PURE, "queries": queries}
+
+    response = curator_client.post("/api/v1/releases/", body, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["errors"]["queries"][0].startswith("choose at most 3 record-level")
