@@ -86,6 +86,7 @@ CSV_FIELDS = [
 ]
 # A spreadsheet runs a cell starting with one of these as a formula (OWASP, "CSV injection").
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+ESCAPE_PREFIX = "'"
 
 
 class ReleaseFailure(Exception):
@@ -244,7 +245,9 @@ def _csv_cell(value: Any) -> Any:
     if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
         return value
     text = str(value)
-    return "'" + text if text.startswith(FORMULA_TRIGGERS) else text
+    # A text already starting with the prefix gets one more, so the escape can be undone (strip
+    # one leading ') and two texts never read alike ("-1" → "'-1", "'-1" → "''-1").
+    return ESCAPE_PREFIX + text if text.startswith((*FORMULA_TRIGGERS, ESCAPE_PREFIX)) else text
 
 
 # A CSV holding k-means' centroids (a statistic whose value is a list of rows) adds these
