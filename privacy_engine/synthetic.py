@@ -84,8 +84,7 @@ from privacy_engine.kinds.base import (
     StatisticResult,
     integer_mechanism,
 )
-from privacy_engine.kinds.histogram import parse_edges
-from privacy_engine.kinds.marginal import Side, side_of
+from privacy_engine.kinds.marginal import Side, columns_with_edges, parse_column_edges, side_of
 from privacy_engine.mechanisms import ExponentialMechanism, GaussianMechanism
 from privacy_engine.noise import DEFAULT_NOISE
 from privacy_engine.random_bits import ByteSource, random_words, system_random_bytes
@@ -253,17 +252,7 @@ class SyntheticKind(QueryKind):
                 f"name {MIN_COLUMNS} to {MAX_COLUMNS} different columns, "
                 'e.g. ["sex", "region", "age"]',
             )
-        bins = spec.get("bins")
-        if bins is not None and (
-            not isinstance(bins, dict) or not set(bins) <= set(columns) or not bins
-        ):
-            raise EngineValidationError.single(
-                "bins", 'map a numeric column to its edges, e.g. {"age": [0, 18, 65, 100]}'
-            )
-        edges = tuple(
-            parse_edges(bins[name], f"bins.{name}") if bins and name in bins else None
-            for name in columns
-        )
+        edges = parse_column_edges(spec.get("bins"), columns)
         return Synthetic(columns=tuple(columns), weight=weight, bins=edges)
 
     def validate(self, query: Synthetic, schema: Schema) -> None:
@@ -292,15 +281,7 @@ class SyntheticKind(QueryKind):
                 )
 
     def to_dict(self, query: Synthetic) -> dict[str, Any]:
-        out: dict[str, Any] = {"columns": list(query.columns)}
-        bins = {
-            name: list(edges)
-            for name, edges in zip(query.columns, query.bins, strict=True)
-            if edges is not None
-        }
-        if bins:
-            out["bins"] = bins
-        return out
+        return columns_with_edges(query.columns, query.bins)
 
     def columns(self, query: Synthetic) -> tuple[str, ...]:
         return query.columns

@@ -190,3 +190,17 @@ def draft_body(dataset_id: int, epsilon: float = 0.5, **extra) -> dict:
         ],
         **extra,
     }
+
+
+def publish_through_api(client, capture, body: dict):
+    """Drafts ``body`` through the API, submits it with the worker's task run on commit
+    (``capture`` is django_capture_on_commit_callbacks) and returns the published Release."""
+    from releases.models import Release
+
+    created = client.post("/api/v1/releases/", body, format="json")
+    assert created.status_code == 201, created.json()
+    with capture(execute=True):
+        client.post(f"/api/v1/releases/{created.json()['id']}/submit/")
+    release = Release.objects.get(pk=created.json()["id"])
+    assert release.status == "published", release.failure_reason
+    return release

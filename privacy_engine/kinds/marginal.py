@@ -94,6 +94,33 @@ def _shown(name: str) -> str:
     return name if len(name) <= 60 else name[:57] + "…"  # never echo a long input whole
 
 
+def parse_column_edges(bins: Any, columns: list[str]) -> tuple[tuple[float, ...] | None, ...]:
+    """Each column's edges from a spec's ``bins`` (``{"age": [0, 18, 65, 100]}``, numeric
+    columns only), None for a column without; refused on ``bins`` or ``bins.<column>``."""
+    if bins is not None and (
+        not isinstance(bins, dict) or not set(bins) <= set(columns) or not bins
+    ):
+        raise EngineValidationError.single(
+            "bins", 'map a numeric column to its edges, e.g. {"age": [0, 18, 65, 100]}'
+        )
+    return tuple(
+        parse_edges(bins[name], f"bins.{name}") if bins and name in bins else None
+        for name in columns
+    )
+
+
+def columns_with_edges(
+    columns: tuple[str, ...], bins: tuple[tuple[float, ...] | None, ...]
+) -> dict[str, Any]:
+    """The spec's ``columns`` and, when any column has edges, ``bins`` (what
+    :func:`parse_column_edges` reads back)."""
+    out: dict[str, Any] = {"columns": list(columns)}
+    edges = {name: list(e) for name, e in zip(columns, bins, strict=True) if e is not None}
+    if edges:
+        out["bins"] = edges
+    return out
+
+
 def side_of(query: Marginal, index: int, schema: Schema) -> Side:
     name, edges = query.columns[index], query.bins[index]
     column = schema.columns.get(name)
@@ -154,17 +181,7 @@ class MarginalKind(QueryKind):
             raise EngineValidationError.single(
                 "columns", 'name two different columns, e.g. ["sex", "region"]'
             )
-        bins = spec.get("bins")
-        if bins is not None and (
-            not isinstance(bins, dict) or not set(bins) <= set(columns) or not bins
-        ):
-            raise EngineValidationError.single(
-                "bins", 'map a numeric column to its edges, e.g. {"age": [0, 18, 65, 100]}'
-            )
-        edges = tuple(
-            parse_edges(bins[name], f"bins.{name}") if bins and name in bins else None
-            for name in columns
-        )
+        edges = parse_column_edges(spec.get("bins"), columns)
         return Marginal(columns=(columns[0], columns[1]), weight=weight, bins=edges)
 
     def validate(self, query: Marginal, schema: Schema) -> None:
@@ -178,15 +195,7 @@ class MarginalKind(QueryKind):
             )
 
     def to_dict(self, query: Marginal) -> dict[str, Any]:
-        out: dict[str, Any] = {"columns": list(query.columns)}
-        bins = {
-            name: list(edges)
-            for name, edges in zip(query.columns, query.bins, strict=True)
-            if edges is not None
-        }
-        if bins:
-            out["bins"] = bins
-        return out
+        return columns_with_edges(query.columns, query.bins)
 
     def columns(self, query: Marginal) -> tuple[str, ...]:
         return query.columns

@@ -35,7 +35,7 @@ Under which definitions
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -53,6 +53,7 @@ from privacy_engine.kinds.base import (
     column_named,
     declared_column,
     register,
+    single,
 )
 from privacy_engine.noise import NoiseSource
 from privacy_engine.schema import CategoricalColumn, Schema
@@ -239,16 +240,8 @@ class RandomizedResponseKind(QueryKind):
                 f"records would take about {mechanism.padding.shift:,} dummy rows (at most "
                 f"{MAX_DUMMY_ROWS:,}): raise ε or δ, or give this statistic more weight",
             )
-        return PlannedStatistic(
-            query=query,
-            epsilon=epsilon,
-            delta=delta,
-            mechanism=mechanism.name,
-            sensitivity=mechanism.sensitivity,
-            noise_scale=mechanism.scale,
-            expected_abs_error=mechanism.expected_abs_error,
-            ci95_halfwidth=mechanism.halfwidth(),
-            mechanisms=(mechanism,),  # type: ignore[arg-type]
+        return replace(
+            single(query, epsilon, delta, mechanism),  # type: ignore[arg-type]
             note="errors are of each category's estimated share of the records (0 to 1)",
         )
 

@@ -10,7 +10,7 @@ import pytest
 
 from releases.models import Release
 from releases.services.datasets import dataset_create, dataset_schema_update
-from tests.conftest import csv_upload
+from tests.conftest import csv_upload, publish_through_api
 
 SMOKERS = b"smoker,age\n" + b"".join(
     (b"yes" if i % 4 == 0 else b"no") + b",%d\n" % (20 + i % 50) for i in range(2_000)
@@ -34,24 +34,21 @@ def smokers(curator):
     return dataset_schema_update(dataset=created, user=curator, schema=SCHEMA)
 
 
-def draft(client, dataset_id: int, definition: dict, *queries: dict):
-    body = {
+def body(dataset_id: int, definition: dict, *queries: dict) -> dict:
+    return {
         "dataset": dataset_id,
         "title": "Smokers",
         "definition": definition,
         "queries": list(queries),
     }
-    return client.post("/api/v1/releases/", body, format="json")
+
+
+def draft(client, dataset_id: int, definition: dict, *queries: dict):
+    return client.post("/api/v1/releases/", body(dataset_id, definition, *queries), format="json")
 
 
 def publish(client, capture, dataset_id: int, definition: dict, *queries: dict) -> Release:
-    created = draft(client, dataset_id, definition, *queries)
-    assert created.status_code == 201, created.json()
-    with capture(execute=True):
-        client.post(f"/api/v1/releases/{created.json()['id']}/submit/")
-    release = Release.objects.get(pk=created.json()["id"])
-    assert release.status == "published", release.failure_reason
-    return release
+    return publish_through_api(client, capture, body(dataset_id, definition, *queries))
 
 
 RR = {"kind": "randomized_response", "column": "smoker"}

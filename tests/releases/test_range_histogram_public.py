@@ -11,6 +11,7 @@ import pytest
 from releases.models import Release
 from releases.public_cache import public_cache_reset
 from releases.views import RANGE_CHART_BARS
+from tests.conftest import publish_through_api
 
 RANGES = {"kind": "range_histogram", "column": "age", "bins": 1000}
 
@@ -22,13 +23,7 @@ def publish(client, dataset_id: int, capture, *queries: dict) -> Release:
         "definition": {"kind": "pure_dp", "epsilon": 0.5},
         "queries": list(queries),
     }
-    created = client.post("/api/v1/releases/", body, format="json")
-    assert created.status_code == 201, created.json()
-    with capture(execute=True):
-        client.post(f"/api/v1/releases/{created.json()['id']}/submit/")
-    release = Release.objects.get(pk=created.json()["id"])
-    assert release.status == "published", release.failure_reason
-    return release
+    return publish_through_api(client, capture, body)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from releases.models import NoisyAnswer, Release
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.releases import release_draft_create
-from tests.conftest import csv_upload, statistics_formset
+from tests.conftest import csv_upload, publish_through_api, statistics_formset
 
 WARDS = b"ward,sex,age,name\n" + b"".join(
     b"%s,%s,%d,p%d\n" % ([b"a", b"b", b"c"][i % 3], [b"F", b"M"][(i // 3) % 2], 20 + i % 60, i)
@@ -46,13 +46,7 @@ def wards(curator):
 
 def publish(client, capture, dataset_id: int, *queries: dict) -> Release:
     body = {"dataset": dataset_id, "title": "Wards", "definition": PURE, "queries": list(queries)}
-    created = client.post("/api/v1/releases/", body, format="json")
-    assert created.status_code == 201, created.json()
-    with capture(execute=True):
-        client.post(f"/api/v1/releases/{created.json()['id']}/submit/")
-    release = Release.objects.get(pk=created.json()["id"])
-    assert release.status == "published", release.failure_reason
-    return release
+    return publish_through_api(client, capture, body)
 
 
 def test_the_rows_are_published_in_files_and_the_statistic_stays_small(
