@@ -197,8 +197,9 @@ Column = NumericColumn | CategoricalColumn | IdentifierColumn
 class Schema:
     """Declared columns by name, and the curator's declared approximate number of records.
 
-    ``declared_size`` is a public guess used only for previews and for δ defaults; the true number
-    of rows is private under add/remove neighbours and is never used in its place.
+    ``declared_size`` is a public guess used only for previews, for δ defaults and for k-means'
+    automatic number of iterations; the true number of rows is private under add/remove
+    neighbours and is never used in its place.
     """
 
     columns: Mapping[str, Column]

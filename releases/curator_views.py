@@ -537,7 +537,7 @@ def _statistic_initial(query: dict) -> dict:
         initial.update(
             columns=list(query.get("columns") or []),
             k=query.get("k"),
-            iterations=query.get("iterations"),
+            iterations=query.get("iterations"),  # None (an empty box) when automatic
         )
     return initial
 

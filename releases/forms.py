@@ -292,9 +292,9 @@ def _whole_number(text: str) -> int | str:
 
 # Bins of a range histogram when the curator gives none.
 DEFAULT_RANGE_BINS = 100
-# k-means: clusters and iterations the row starts with.
+# k-means: the clusters a row starts with. Its iterations box starts empty: the engine then
+# chooses them from the statistic's ε and the declared size (kinds/kmeans.py).
 DEFAULT_CLUSTERS = 4
-DEFAULT_ITERATIONS = 10
 
 
 class StatisticForm(forms.Form):
@@ -336,9 +336,10 @@ class StatisticForm(forms.Form):
     )
     iterations = forms.IntegerField(
         required=False,
-        initial=DEFAULT_ITERATIONS,
         label="Iterations",
-        help_text="Clusters: rounds of the algorithm, from 1 to 20; each costs a share of ε.",
+        help_text="Clusters: rounds of the algorithm, from 1 to 20, each costing a share of ε; "
+        "leave empty: chosen from ε and the table's declared size, 2 to 7.",
+        widget=forms.NumberInput(attrs={"placeholder": "automatic"}),
     )
     quantiles = forms.CharField(
         required=False,
@@ -392,7 +393,7 @@ class StatisticForm(forms.Form):
         elif data["kind"] == "kmeans":
             query["columns"] = list(data.get("columns") or [])
             query["k"] = data.get("k")  # None when cleared: the engine names the field
-            if data.get("iterations") is not None:
+            if data.get("iterations") is not None:  # left empty: automatic
                 query["iterations"] = data["iterations"]
         elif data["kind"] == "synthetic":
             query["columns"] = list(data.get("table_columns") or [])

@@ -350,6 +350,8 @@ def _cluster_rows(stat: dict) -> None:
             ),
         ]
     ]
+    # The iterations the release ran, read from its parts: the count the plan resolved when the
+    # query left it automatic, not the query's (absent) field.
     iterations = max((part.get("iteration", 0) for part in stat.get("parts") or []), default=0)
     stat["clusters"] = {
         "columns": columns,

@@ -1,5 +1,6 @@
 """``kmeans``: k centroids of chosen numeric columns by private Lloyd iterations (the article's
-Definition 7): ``{"kind": "kmeans", "columns": ["r", "g", "b"], "k": 4, "iterations": 10}``.
+Definition 7): ``{"kind": "kmeans", "columns": ["r", "g", "b"], "k": 4}``, with ``"iterations": T``
+(1 to 20) to fix the number of iterations, else chosen when the statistic is planned (below).
 
 The algorithm
 -------------
@@ -18,6 +19,18 @@ The algorithm
    counts and a Laplace vector of sums, or discrete and continuous Gaussians under (ε, δ)-DP).
    Each iteration's requests depend only on public facts and earlier noisy answers, so the
    iterations compose sequentially, adaptively: ε in total.
+
+   Without ``iterations`` in the query (or with null), T is chosen at plan time by Su et al.'s
+   rule (Su, Cao, Li, Bertino and Jha, "Differentially private k-means clustering", CODASPY
+   2016), the one diffprivlib's ``KMeans._calc_iters`` applies: with d columns, n records and
+   ρ = 0.225, ε_m = √(500·k³/n² · (d + ∛(4·d·ρ²))³) and T = ⌊max(min(ε/ε_m, 7), 2)⌋, from 2 to
+   7. ε is the statistic's own share, n the schema's *declared* size, a public guess: never the
+   table's true number of rows, which is private under add/remove neighbours and would leak
+   through the published number of iterations. Without a declared size T is
+   ``UNDECLARED_ITERATIONS`` (5). Fewer iterations each get a larger share of ε: on small tables
+   or at small ε that beats the article's 10 (bench/kmeans.py). The plan's mechanisms carry T
+   (2·T of them); the release, its rule, its parts and the simulated preview all read it there
+   (:func:`planned_iterations`), never from the query.
 4. Update (post-processing): a cluster whose noisy count ñ is at most τ keeps its previous
    centroid; otherwise its centroid is m + S̃/ñ, clamped to the bounds. τ = max(1, E|noise of a
    sum coordinate| / min_j h_j): below it the new centroid's expected noise would exceed half
@@ -66,7 +79,8 @@ position before its last update. A coordinate's interval covers, with probabilit
 bound over the last iteration's two 97.5% intervals, as for a mean), the mean of those records;
 a centroid kept for a small noisy count gets the whole range. ``parts`` lists every
 iteration's two mechanisms (ε, δ, sensitivity, noise scale); ``rule`` states the columns' rules,
-the start, the split, the shift, τ and the clamping.
+the start, the number of iterations (and how it was chosen), the split, the shift, τ and the
+clamping.
 
 The preview
 -----------
@@ -137,7 +151,16 @@ from privacy_engine.schema import NumericColumn, Schema
 MIN_K = 2
 MAX_K = 20
 MAX_ITERATIONS = 20
-DEFAULT_ITERATIONS = 10
+# Automatic iterations (see the module): Su et al.'s rule, as diffprivlib applies it, keeps T
+# from 2 to 7 with ρ = 0.225.
+MIN_AUTOMATIC_ITERATIONS = 2
+MAX_AUTOMATIC_ITERATIONS = 7
+SU_RHO = 0.225
+# Without a declared size the rule has no n. 5 is the middle of its range, so never more than 3
+# from what the rule would choose at any size (it gives 5 at ε = 1, k = 4 and 3 columns for
+# about 7,000 records, 2 on small tables, 7 on large ones), where the article's 10 is 8 too many
+# on a small table (bench/kmeans.py); the release states the count it used.
+UNDECLARED_ITERATIONS = 5
 # Keys of every published row besides the coordinates: no clustered column may take them.
 ROW_KEYS = ("cluster", "size")
 # One Halton base per column.
@@ -157,14 +180,38 @@ SIMULATION_SEED = 0x5EED_C0FFEE
 
 @dataclass(frozen=True)
 class KMeans:
-    """k centroids of the numeric ``columns`` after ``iterations`` private Lloyd iterations."""
+    """k centroids of the numeric ``columns`` after ``iterations`` private Lloyd iterations
+    (None: chosen when the statistic is planned, see :func:`automatic_iterations`)."""
 
     columns: tuple[str, ...]
     k: int
-    iterations: int = DEFAULT_ITERATIONS
+    iterations: int | None = None
     weight: float = 1.0
     kind: str = field(default="kmeans", init=False)
     column: None = field(default=None, init=False)
+
+
+def automatic_iterations(epsilon: float, k: int, columns: int, declared_size: int | None) -> int:
+    """The iterations of a k-means statistic whose query gives none: Su et al.'s rule from its ε
+    share, k, the number of columns and the declared size, 2 to 7 (the same operations as
+    diffprivlib's ``KMeans._calc_iters``, so the same number); ``UNDECLARED_ITERATIONS``
+    without a declared size. Public facts only: ``declared_size`` is the curator's public guess,
+    never the table's true number of rows (private; it would leak through the published
+    count)."""
+    if declared_size is None:
+        return UNDECLARED_ITERATIONS
+    # numpy's cbrt, as diffprivlib's: it can differ from math.cbrt in the last place, which
+    # moves the count where ε is a whole multiple of ε_m.
+    epsilon_m = np.sqrt(
+        500 * k**3 / declared_size**2 * (columns + np.cbrt(4 * columns * SU_RHO**2)) ** 3
+    )
+    return int(max(min(epsilon / epsilon_m, MAX_AUTOMATIC_ITERATIONS), MIN_AUTOMATIC_ITERATIONS))
+
+
+def planned_iterations(planned: PlannedStatistic) -> int:
+    """The iterations a planned k-means statistic runs: one count and one sum mechanism each
+    (the query's own number, or the automatic one resolved by the plan)."""
+    return len(planned.mechanisms) // 2
 
 
 def _whole(value: Any, low: int, high: int) -> bool:
@@ -320,8 +367,8 @@ class KMeansKind(QueryKind):
             raise EngineValidationError.single(
                 "k", f"must be a whole number of clusters from {MIN_K} to {MAX_K}"
             )
-        iterations = spec.get("iterations", DEFAULT_ITERATIONS)
-        if not _whole(iterations, 1, MAX_ITERATIONS):
+        iterations = spec.get("iterations")  # absent or null: automatic
+        if iterations is not None and not _whole(iterations, 1, MAX_ITERATIONS):
             raise EngineValidationError.single(
                 "iterations", f"must be a whole number from 1 to {MAX_ITERATIONS}"
             )
@@ -343,12 +390,22 @@ class KMeansKind(QueryKind):
             )
         if not _whole(query.k, MIN_K, MAX_K):
             raise EngineValidationError.single("k", f"must be from {MIN_K} to {MAX_K}")
-        if not _whole(query.iterations, 1, MAX_ITERATIONS):
+        if query.iterations is not None and not _whole(query.iterations, 1, MAX_ITERATIONS):
             raise EngineValidationError.single("iterations", f"must be from 1 to {MAX_ITERATIONS}")
         _numeric_columns(query, schema)
 
     def to_dict(self, query: KMeans) -> dict[str, Any]:
-        return {"columns": list(query.columns), "k": query.k, "iterations": query.iterations}
+        spec: dict[str, Any] = {"columns": list(query.columns), "k": query.k}
+        if query.iterations is not None:  # automatic iterations are left out, as parse reads
+            spec["iterations"] = query.iterations
+        return spec
+
+    def iterations_for(self, query: KMeans, epsilon: float, schema: Schema) -> int:
+        """The iterations the statistic runs with ``epsilon`` as its share: the query's own, or
+        :func:`automatic_iterations` from public facts (the declared size, never the data)."""
+        if query.iterations is not None:
+            return query.iterations
+        return automatic_iterations(epsilon, query.k, len(query.columns), schema.declared_size)
 
     def columns(self, query: KMeans) -> tuple[str, ...]:
         return query.columns
@@ -371,13 +428,16 @@ class KMeansKind(QueryKind):
         return query.k * (len(query.columns) + 1)
 
     def noise_draws(self, query: KMeans, schema: Schema) -> int:
-        return query.iterations * query.k * (len(query.columns) + 1)
+        # Counted before planning, without the ε share: automatic iterations at their most.
+        iterations = MAX_AUTOMATIC_ITERATIONS if query.iterations is None else query.iterations
+        return iterations * query.k * (len(query.columns) + 1)
 
     def plan(
         self, query: KMeans, epsilon: float, delta: float, context: PlanContext
     ) -> PlannedStatistic:
         request = self.first_request(query, context.schema)
-        parts = 2 * query.iterations
+        iterations = self.iterations_for(query, epsilon, context.schema)
+        parts = 2 * iterations
         share = _even_shares(epsilon, parts)
         delta_share = _even_shares(delta, parts) if delta else 0.0
         c = context.rows_per_person
@@ -399,7 +459,7 @@ class KMeansKind(QueryKind):
             noise_scale=sum_part.scale,
             expected_abs_error=expected,
             ci95_halfwidth=halfwidth,
-            mechanisms=(count_part, sum_part) * query.iterations,
+            mechanisms=(count_part, sum_part) * iterations,
             note=(
                 "error of one centroid coordinate (widest column) from the last iteration's "
                 f"noise, at the declared size with {query.k} equal clusters; it leaves out how "
@@ -437,12 +497,13 @@ class KMeansKind(QueryKind):
         common: dict[str, Any],
     ) -> StatisticResult:
         query = planned.query
+        iterations = planned_iterations(planned)
         request = self.first_request(query, schema)
         count_part, sum_part = planned.mechanisms[:2]
         threshold = small_cluster_threshold(sum_part, request)
         centroids = request.centroids
         answer = exact
-        for iteration in range(query.iterations):
+        for iteration in range(iterations):
             if iteration:
                 request = cluster_sums(query.columns, schema, centroids)
                 (answer,) = ask([request])
@@ -458,8 +519,8 @@ class KMeansKind(QueryKind):
         rule = (
             f"{rules}; a record missing a value in a column without a fill is left out; "
             f"{query.k} initial centroids from the Halton sequence over the declared bounds "
-            f"(independent of the data); {query.iterations} iterations, each with ε/"
-            f"{2 * query.iterations} for the counts per cluster and ε/{2 * query.iterations} "
+            f"(independent of the data); {iterations} iterations{_chosen(query, schema)}, "
+            f"each with ε/{2 * iterations} for the counts per cluster and ε/{2 * iterations} "
             "for the sums per cluster of each value minus the middle of its column's bounds; "
             "the sensitivity covers a record moving from one cluster to another; a cluster "
             f"whose noisy count is at most {threshold:.4g} keeps its previous centroid; "
@@ -486,6 +547,20 @@ class KMeansKind(QueryKind):
             parts=parts,
             **{**common, "column": None, "columns": list(query.columns)},
         )
+
+
+def _chosen(query: KMeans, schema: Schema) -> str:
+    """How the iterations were chosen, for the rule (empty when the query gave them)."""
+    if query.iterations is not None:
+        return ""
+    if schema.declared_size is None:
+        return f" (chosen automatically: no declared size, so the default {UNDECLARED_ITERATIONS})"
+    return (
+        " (chosen automatically by Su et al.'s rule, as diffprivlib does, from ε, k, the "
+        f"{len(query.columns)} column{'s' if len(query.columns) > 1 else ''} and the declared "
+        f"size of about {schema.declared_size:,} records: from {MIN_AUTOMATIC_ITERATIONS} to "
+        f"{MAX_AUTOMATIC_ITERATIONS})"
+    )
 
 
 def _centroid_accuracy(
@@ -701,11 +776,12 @@ def simulated_lloyd(
     return centroids
 
 
-def simulated_runs(query: KMeans, columns: int) -> int:
-    """Simulated releases per preview: ``SIMULATED_RUNS``, fewer when one release draws many
-    numbers, never fewer than ``MIN_SIMULATED_RUNS``. The noise is most of the time: OpenDP's
-    exact samplers take tens of µs a number, and each call some 0.4 ms (counted as 10 draws)."""
-    cost = query.iterations * (2 * 10 + query.k * (columns + 1))
+def simulated_runs(query: KMeans, columns: int, iterations: int) -> int:
+    """Simulated releases per preview of a release of ``iterations`` iterations (the plan's):
+    ``SIMULATED_RUNS``, fewer when one release draws many numbers, never fewer than
+    ``MIN_SIMULATED_RUNS``. The noise is most of the time: OpenDP's exact samplers take tens of
+    µs a number, and each call some 0.4 ms (counted as 10 draws)."""
+    cost = iterations * (2 * 10 + query.k * (columns + 1))
     return max(MIN_SIMULATED_RUNS, min(SIMULATED_RUNS, SIMULATED_DRAWS // cost))
 
 
@@ -721,20 +797,20 @@ def simulated_objective_ratio(
     query = planned.query
     assert isinstance(query, KMeans)
     columns = _numeric_columns(query, schema)
-    runs = simulated_runs(query, len(columns)) if runs is None else runs
+    iterations = planned_iterations(planned)
+    runs = simulated_runs(query, len(columns), iterations) if runs is None else runs
     table = simulated_table(tuple((float(c.lower), float(c.upper)) for c in columns), query.k, n)
     request = KIND.first_request(query, schema)
-    baseline = table.objective(simulated_lloyd(table, request, query.iterations))
+    baseline = table.objective(simulated_lloyd(table, request, iterations))
     # Objectives this small are rounding (the expansion of the squared distances), not spread.
     negligible = 1e-9 * n * float(sum((c.upper - c.lower) ** 2 for c in columns))
     if n <= query.k or baseline <= negligible:
         return None
     mechanisms = planned.mechanisms
-    rounds = [(mechanisms[2 * i], mechanisms[2 * i + 1]) for i in range(query.iterations)]
+    rounds = [(mechanisms[2 * i], mechanisms[2 * i + 1]) for i in range(iterations)]
     threshold = small_cluster_threshold(mechanisms[1], request)
     ratios = [
-        table.objective(simulated_lloyd(table, request, query.iterations, rounds, threshold))
-        / baseline
+        table.objective(simulated_lloyd(table, request, iterations, rounds, threshold)) / baseline
         for _ in range(runs)
     ]
     median, low, high = (float(v) for v in np.percentile(ratios, [50, 10, 90]))
@@ -746,8 +822,9 @@ def simulated_objective_ratio(
     sentence = (
         f"On a simulated table of {n:,} records{stands if points < n else ''} in {query.k} "
         "well-separated clusters of equal size (never your data), the private centroids' "
-        "k-means objective (the sum of squared distances to the nearest centroid) was "
-        f"typically {median:.2f}× that of k-means without privacy from the same start: "
+        f"k-means objective (the sum of squared distances to the nearest centroid) after "
+        f"{iterations} iteration{'s' if iterations > 1 else ''} was typically {median:.2f}× "
+        "that of k-means without privacy from the same start: "
         f"{low:.2f}× to {high:.2f}× from the 10th to the 90th percentile of {runs} simulated "
         "releases (1× = no loss). "
     )
@@ -766,6 +843,7 @@ def simulated_objective_ratio(
         "records": n,
         "distinct_points": points,
         "clusters": query.k,
+        "iterations": iterations,
         "lloyd_to_best": stuck,
         "sentence": sentence,
     }

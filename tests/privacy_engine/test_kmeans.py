@@ -141,13 +141,26 @@ def test_the_limits_bound_the_work_a_client_can_ask_for():
     assert KIND.published_cells(statistic.query, plan.schema) == 20 * 4
 
 
-def test_iterations_default_to_the_articles_ten_and_the_spec_reads_back():
+def test_omitted_iterations_are_automatic_and_the_spec_reads_back():
     schema = schema_from_dict(RGB)
-    query = KIND.parse({"columns": ["r", "g"], "k": 3}, 1.0)
 
+    # omitted or null: automatic, and left out when written back
+    for spec in (
+        {"columns": ["r", "g"], "k": 3},
+        {"columns": ["r", "g"], "k": 3, "iterations": None},
+    ):
+        query = KIND.parse(spec, 1.0)
+        assert query == KMeans(columns=("r", "g"), k=3, iterations=None)
+        assert KIND.to_dict(query) == {"columns": ["r", "g"], "k": 3}
+        assert KIND.parse(KIND.to_dict(query), 1.0) == query
+        KIND.validate(query, schema)
+    assert KMeans(columns=("r",), k=3).iterations is None
+
+    # given: kept as given, and written back
+    query = KIND.parse({"columns": ["r", "g"], "k": 3, "iterations": 10}, 1.0)
     assert query == KMeans(columns=("r", "g"), k=3, iterations=10)
     assert KIND.to_dict(query) == {"columns": ["r", "g"], "k": 3, "iterations": 10}
-    KIND.validate(query, schema)
+    assert KIND.parse(KIND.to_dict(query), 1.0) == query
     with pytest.raises(EngineValidationError) as error:
         KIND.validate(KMeans(columns=("r",), k=3, iterations=0), schema)
     assert list(error.value.errors) == ["iterations"]

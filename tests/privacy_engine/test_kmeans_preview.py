@@ -246,6 +246,7 @@ def test_the_preview_reads_no_table(monkeypatch):
     assert sorted(facts) == [
         "clusters",
         "distinct_points",
+        "iterations",
         "lloyd_to_best",
         "median",
         "p10",
@@ -255,6 +256,7 @@ def test_the_preview_reads_no_table(monkeypatch):
         "sentence",
     ]
     assert facts["records"] == 20_000
+    assert facts["iterations"] == 10
     assert facts["distinct_points"] == km.MAX_SIMULATED_POINTS
     assert "each for about 2" in facts["sentence"]
 

@@ -329,7 +329,47 @@ def test_one_column_is_drawn_as_a_dot_per_cluster_and_names_are_inert(
     assert all("&lt;i&gt;hue&lt;/i&gt; " in hover for hover in chart["hover"])
     assert "<i>hue</i>" not in page
     assert "Dot plot of the 2 cluster centres on &lt;i&gt;hue&lt;/i&gt;" in page
-    assert "grouped into 2 clusters by 10 iterations of private k-means" in page
+    # no iterations given and no declared size: the default 5, on the page and in the rule
+    assert "grouped into 2 clusters by 5 iterations of private k-means" in page
+    assert "5 iterations (chosen automatically: no declared size, so the default 5)" in page
+
+
+def test_automatic_iterations_round_trip_and_are_published_as_used(
+    curator_client, pixels, anonymous_client, django_capture_on_commit_callbacks
+):
+    # given clusters without iterations at ε = 15 on a table declared as 360 records: Su et
+    # al.'s rule gives ⌊15 / 2.43⌋ = 6
+    automatic = {"kind": "kmeans", "columns": ["r", "g", "b"], "k": 3}
+
+    # when it is drafted, read back, simulated and published
+    created = curator_client.post(
+        "/api/v1/releases/", body(pixels.pk, automatic, epsilon=15), format="json"
+    )
+    assert created.status_code == 201, created.json()
+    draft = curator_client.get(f"/api/v1/releases/{created.json()['id']}/").json()
+    simulated = curator_client.get(
+        f"/api/v1/releases/{created.json()['id']}/simulated-preview/"
+    ).json()
+    with django_capture_on_commit_callbacks(execute=True):
+        submitted = curator_client.post(f"/api/v1/releases/{created.json()['id']}/submit/")
+    assert submitted.status_code == 202, submitted.json()
+    release = Release.objects.get(pk=created.json()["id"])
+    assert release.status == Release.Status.PUBLISHED, release.failure_reason
+    statistic = version_of(anonymous_client, release)["statistics"][0]
+    page = anonymous_client.get(f"/catalog/{release.series.slug}/v1/").content.decode()
+
+    # then the query stays automatic, and the preview, the parts, the rule and the page say 6
+    assert draft["queries"] == [automatic]
+    assert release.queries == [automatic]
+    assert simulated["results"][0]["objective_ratio"]["iterations"] == 6
+    assert len(statistic["parts"]) == 12
+    assert statistic["parts"][-1]["iteration"] == 6
+    assert (
+        "6 iterations (chosen automatically by Su et al.'s rule, as diffprivlib does, from ε, "
+        "k, the 3 columns and the declared size of about 360 records: from 2 to 7), each with "
+        "ε/12 for the counts"
+    ) in statistic["rule"]
+    assert "grouped into 3 clusters by 6 iterations of private k-means" in page
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
-"""k-means in the curator wizard: numeric columns ticked, k and the iterations typed, the
-engine's query saved, shown again as it was saved, and the engine's refusals named at the field."""
+"""k-means in the curator wizard: numeric columns ticked, k and the iterations typed (or left
+empty: automatic), the engine's query saved, shown again as it was saved, and the engine's
+refusals named at the field."""
 
 import html
 import re
@@ -75,7 +76,7 @@ def test_the_wizard_builds_kmeans_up_to_the_preview(client, curator, release):
     assert "Clusters of age, visits: On a simulated table of" in preview.content.decode()
 
 
-def test_a_new_row_offers_numeric_columns_only_and_starts_at_4_clusters_in_10_iterations(
+def test_a_new_row_offers_numeric_columns_only_and_starts_at_4_clusters_and_automatic_iterations(
     client, curator, release
 ):
     # given
@@ -91,10 +92,21 @@ def test_a_new_row_offers_numeric_columns_only_and_starts_at_4_clusters_in_10_it
     )
     assert boxes == ["age", "visits"]
     assert 'name="stat-__prefix__-k" value="4"' in new_row
-    assert 'name="stat-__prefix__-iterations" value="10"' in new_row
+    # the iterations box starts empty (automatic), and says so in plain words
+    (box,) = re.findall(r'<input[^>]*name="stat-__prefix__-iterations"[^>]*>', new_row)
+    assert "value=" not in box
+    assert 'placeholder="automatic"' in box
+    assert 'aria-describedby="id_stat-__prefix__-iterations_helptext"' in box
+    help_text = re.search(
+        r'<small id="id_stat-__prefix__-iterations_helptext">(.*?)</small>', new_row
+    ).group(1)
+    assert html.unescape(help_text) == (
+        "Clusters: rounds of the algorithm, from 1 to 20, each costing a share of ε; leave "
+        "empty: chosen from ε and the table's declared size, 2 to 7."
+    )
 
 
-def test_left_empty_the_iterations_are_the_engines_10(client, curator, release):
+def test_left_empty_the_iterations_are_automatic(client, curator, release):
     # given
     client.force_login(curator)
 
@@ -104,10 +116,33 @@ def test_left_empty_the_iterations_are_the_engines_10(client, curator, release):
         statistics_post(columns=["visits"], k="2", iterations=""),
     )
 
-    # then
+    # then the query leaves them to the engine, which chose 2 (ε = 0.5, about 5 records)
     assert saved.status_code == 302
     release.refresh_from_db()
-    assert release.queries == [{"kind": "kmeans", "columns": ["visits"], "k": 2, "iterations": 10}]
+    assert release.queries == [{"kind": "kmeans", "columns": ["visits"], "k": 2}]
+    preview = client.get(f"/releases/{release.pk}/preview/").content.decode()
+    assert "after 2 iterations was typically" in html.unescape(preview)
+
+
+def test_a_saved_automatic_row_shows_an_empty_box_and_saves_unchanged(client, curator, release):
+    # given a saved k-means statistic with automatic iterations
+    client.force_login(curator)
+    automatic = {"kind": "kmeans", "columns": ["age", "visits"], "k": 3}
+    Release.objects.filter(pk=release.pk).update(queries=[automatic])
+
+    # when the statistics step is shown, then saved with the values it shows
+    (row,) = statistic_rows(client.get(f"/releases/{release.pk}/statistics/").content.decode())
+    (box,) = re.findall(r'<input[^>]*name="stat-0-iterations"[^>]*>', row)
+    saved = client.post(
+        f"/releases/{release.pk}/statistics/",
+        statistics_post(columns=["age", "visits"], k="3", iterations=""),
+    )
+
+    # then
+    assert "value=" not in box
+    assert saved.status_code == 302
+    release.refresh_from_db()
+    assert release.queries == [automatic]
 
 
 def test_the_step_shows_kmeans_again_and_saves_it_unchanged(client, curator, release):
