@@ -193,8 +193,9 @@ RELEASE_MAX_CELLS = env.int("RELEASE_MAX_CELLS", default=2000)
 # Noisy values a release draws (a range histogram one per tree node, about 7 µs each) and stores:
 # bounds a worker's time and a release's size whatever the bins asked for.
 RELEASE_MAX_NOISE_DRAWS = env.int("RELEASE_MAX_NOISE_DRAWS", default=300_000)
-# Record-level files (randomized response) per release: each holds a row per record (and up to
-# 100,000 dummy rows under (ε, δ)-DP), written when the release is published.
+# Record-level files (randomized response, synthetic tables) per release: each holds a row per
+# record (up to 100,000 dummy rows under (ε, δ)-DP; a synthetic table at most 200,000 rows),
+# written when the release is published.
 RELEASE_MAX_RECORD_FILES = env.int("RELEASE_MAX_RECORD_FILES", default=3)
 # A version's API answer lists a range histogram's bins only up to this many; beyond, its files
 # hold every bin and its range API answers any range (65,536 bins would be megabytes of JSON).

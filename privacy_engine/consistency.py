@@ -86,7 +86,7 @@ def _projection(table: NoisyTable, axis: int) -> tuple[np.ndarray, float]:
     return table.cells.sum(axis=other).astype(float), summed * table.cell_variance
 
 
-def _non_negative(values: np.ndarray, total: float) -> np.ndarray:
+def non_negative(values: np.ndarray, total: float) -> np.ndarray:
     """Negative entries set to 0, the rest scaled to ``total`` (spread evenly if none is left)."""
     kept = np.maximum(values, 0.0)
     present = kept.sum()
@@ -113,7 +113,7 @@ def consensus(tables: Sequence[NoisyTable]) -> tuple[float, dict[Hashable, np.nd
     for variable, weighted in sums.items():
         mean = weighted / weights[variable]
         mean = mean + (grand - mean.sum()) / len(mean)
-        margins[variable] = _non_negative(mean, grand)
+        margins[variable] = non_negative(mean, grand)
     return grand, margins
 
 

@@ -532,7 +532,14 @@ def _statistic_initial(query: dict) -> dict:
             # order is not kept by every database).
             initial.update(bins=_edges_text(bins[first]), second_bins=_edges_text(bins[second]))
     elif kind == "synthetic":
-        initial.update(table_columns=list(query.get("columns") or []), bins="")
+        bins = query.get("bins")
+        initial.update(
+            table_columns=list(query.get("columns") or []),
+            # Each numeric column's own edges, as the form reads them back.
+            bins="; ".join(f"{name}: {_edges_text(edges)}" for name, edges in bins.items())
+            if isinstance(bins, dict)
+            else "",
+        )
     elif kind == "kmeans":
         initial.update(
             columns=list(query.get("columns") or []),

@@ -395,17 +395,15 @@ def microdata_files(
         if not microdata:
             continue
         if microdata.get("format") == "synthetic":
-            csv_body, document = _synthetic_files(stat, (tables or {})[position])
+            csv_body, json_body = _synthetic_files(stat, (tables or {})[position])
         else:
-            csv_body, document = _response_files(stat)
-        files[microdata_file_format(position, "csv")] = csv_body.encode()
-        files[microdata_file_format(position, "json")] = json.dumps(
-            document, ensure_ascii=False
-        ).encode()
+            csv_body, json_body = _response_files(stat)
+        files[microdata_file_format(position, "csv")] = csv_body
+        files[microdata_file_format(position, "json")] = json_body
     return files
 
 
-def _response_files(stat: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _response_files(stat: dict[str, Any]) -> tuple[bytes, bytes]:
     microdata = stat["microdata"]
     codes, _ = microdata_codes(microdata["reports"])
     labels = microdata["categories"]
@@ -420,41 +418,50 @@ def _response_files(stat: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         "delta": stat["delta"],
         "records": np.asarray(labels, dtype=object)[codes].tolist(),
     }
-    return csv_body, document
+    return csv_body.encode(), json.dumps(document, ensure_ascii=False).encode()
 
 
-def _number_text(value: float) -> str:
-    # Ten significant digits: a value within its bin, without float noise (6.000000000000001).
-    return format(value, ".10g")
+# Rows of a synthetic table turned into text at a time: bounds the temporary Python objects.
+SYNTHETIC_CHUNK_ROWS = 20_000
 
 
-def _synthetic_files(stat: dict[str, Any], table: SyntheticTable) -> tuple[str, dict[str, Any]]:
+def _synthetic_files(stat: dict[str, Any], table: SyntheticTable) -> tuple[bytes, bytes]:
     """A synthetic table's rows as CSV (a column per table column, categories defused like any
-    text) and JSON (``columns`` and ``rows``, each row a list in that order)."""
+    text) and JSON (``columns`` and ``rows``, each row a list in that order), written a chunk
+    of rows at a time. A number is written in the shortest form that reads back as the same
+    double, so a value drawn inside its bin stays inside it (fewer digits could print it on the
+    next bin's edge)."""
     microdata = stat["microdata"]
-    texts = []
-    for values, edges in zip(table.values, microdata["edges"], strict=True):
-        if edges is None:
-            labels = {label: _csv_text(label) for label in dict.fromkeys(values)}
-            texts.append([labels[v] for v in values])
-        else:
-            texts.append([_number_text(v) for v in values])
-    header = ",".join(_csv_text(name) for name in table.columns)
-    csv_body = header + "\n" + "".join(",".join(row) + "\n" for row in zip(*texts, strict=True))
-    rounded = [
-        values if edges is None else [float(_number_text(v)) for v in values]
-        for values, edges in zip(table.values, microdata["edges"], strict=True)
+    escaped = [
+        np.asarray([_csv_text(label) for label in buckets], dtype=object)
+        for buckets in table.buckets
     ]
-    document = {
+    # Each chunk encoded at once: the whole file is held once, as bytes.
+    csv_parts = [(",".join(_csv_text(name) for name in table.columns) + "\n").encode()]
+    json_parts = []
+    for start in range(0, table.rows, SYNTHETIC_CHUNK_ROWS):
+        stop = min(table.rows, start + SYNTHETIC_CHUNK_ROWS)
+        texts = [
+            escaped[c][table.codes[start:stop, c]].tolist()
+            if table.numbers[c] is None
+            else [repr(v) for v in table.column(c, start, stop)]
+            for c in range(len(table.columns))
+        ]
+        csv_parts.append("".join(",".join(row) + "\n" for row in zip(*texts, strict=True)).encode())
+        values = [table.column(c, start, stop) for c in range(len(table.columns))]
+        rows = json.dumps([list(row) for row in zip(*values, strict=True)], ensure_ascii=False)
+        json_parts.append(rows[1:-1].encode())
+    head = {
         "columns": list(table.columns),
         "rule": stat["rule"],
         "guarantee": microdata["guarantee"],
         "epsilon": stat["epsilon"],
         "delta": stat["delta"],
         "marginals_preserved": [m["columns"] for m in microdata["marginals"]],
-        "rows": [list(row) for row in zip(*rounded, strict=True)],
     }
-    return csv_body, document
+    opening = (json.dumps(head, ensure_ascii=False)[:-1] + ', "rows": [').encode()
+    json_body = opening + b", ".join(part for part in json_parts if part) + b"]}"
+    return b"".join(csv_parts), json_body
 
 
 def _csv_text(text: str) -> str:

@@ -122,6 +122,14 @@
       query.columns = Array.prototype.map.call(
         row.querySelectorAll("input[type=checkbox][name$='-table_columns']:checked"),
         function (box) { return box.value; });
+      // Each numeric column's own edges, typed as "age: 0, 18, 65, 100; income: 0, 1000".
+      bins.split(";").forEach(function (part) {
+        var at = part.lastIndexOf(":");
+        if (at > 0 && part.slice(0, at).trim()) {
+          query.bins = query.bins || {};
+          query.bins[part.slice(0, at).trim()] = edges(part.slice(at + 1));
+        }
+      });
     } else if (kind !== "count" && column) { query.column = column; }
     if (kind === "histogram" && bins.trim()) {
       query.bins = bins.split(",").map(function (b) { return parseFloat(b); });

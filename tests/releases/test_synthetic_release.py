@@ -2,6 +2,7 @@
 marginals stored, never rows), its rows generated at publication into CSV/JSON files, the page's
 chart of the published marginals beside the rows' shares, and refusals naming the field."""
 
+import bisect
 import csv
 import io
 import json
@@ -184,3 +185,80 @@ def test_synthetic_tables_count_towards_the_record_level_files_cap(curator_clien
 
     assert response.status_code == 400
     assert response.json()["errors"]["queries"][0].startswith("choose at most 3 record-level")
+
+
+def test_every_value_in_the_files_lies_in_the_bin_the_page_counts_it_in(
+    curator, curator_client, anonymous_client, django_capture_on_commit_callbacks
+):
+    # given scores just below 20, in a bin narrower than 10 significant digits can tell from
+    # the next bin's edge (printed to 10 digits they would read as 20, the next bin)
+    upload = b"sex,score\n" + b"".join(
+        b"%s,19.99999999996\n" % [b"F", b"M"][i % 2] for i in range(600)
+    )
+    schema = {
+        "columns": {
+            "sex": SCHEMA["columns"]["sex"],
+            "score": {"kind": "numeric", "lower": 0, "upper": 100, "fill": 50},
+        },
+        "declared_size": 600,
+    }
+    created = dataset_create(
+        owner=curator, name="Scores", upload=csv_upload(upload, "s.csv"), budget_epsilon="5"
+    )
+    dataset = dataset_schema_update(dataset=created, user=curator, schema=schema)
+    edges = [0, 19.9999999999, 20, 100]
+    query = {"kind": "synthetic", "columns": ["sex", "score"], "bins": {"score": edges}}
+    release = publish(curator_client, django_capture_on_commit_callbacks, dataset.pk, query)
+    base = f"/api/v1/catalog/{release.series.slug}/versions/1/"
+    microdata = anonymous_client.get(base).json()["statistics"][0]["microdata"]
+
+    # when the files are read back
+    text = b"".join(anonymous_client.get(base + "files/microdata-0.csv/")).decode()
+    document = json.loads(b"".join(anonymous_client.get(base + "files/microdata-0.json/")))
+    from_csv = [float(row[1]) for row in list(csv.reader(io.StringIO(text)))[1:]]
+    from_json = [row[1] for row in document["rows"]]
+
+    # then each value falls in the bin it was drawn in: the counts the page shows
+    def counts(values):
+        bins = [min(bisect.bisect_right(edges, v) - 1, 2) for v in values]
+        return [bins.count(b) for b in range(3)]
+
+    assert counts(from_csv) == counts(from_json) == microdata["generated_counts"][1]
+    assert microdata["generated_counts"][1][1] > 500  # the narrow bin holds the records
+
+
+def test_the_wizard_keeps_a_numeric_columns_own_edges_and_names_bad_ones_at_bins(
+    client, curator, wards
+):
+    # given a draft whose synthetic table has edges of its own (set through the API)
+    own = {"kind": "synthetic", "columns": ["ward", "age"], "bins": {"age": [0, 18, 65, 100]}}
+    release = release_draft_create(
+        user=curator, dataset=wards, title="Wards", definition=PURE, queries=[own]
+    )
+    client.force_login(curator)
+    url = f"/releases/{release.pk}/statistics/"
+
+    # when the curator opens the step and saves it as the page shows it
+    page = client.get(url).content.decode()
+    shown = re.search(r'name="stat-0-bins" value="([^"]*)"', page).group(1)
+    saved = client.post(
+        url,
+        statistics_formset({"kind": "synthetic", "table_columns": ["ward", "age"], "bins": shown}),
+    )
+
+    # then the edges are kept
+    assert shown == "age: 0, 18, 65, 100"
+    assert saved.status_code == 302
+    release.refresh_from_db()
+    assert release.queries == [own]
+
+    # and edges that miss the bounds are refused at the Bins field
+    refused = client.post(
+        url,
+        statistics_formset(
+            {"kind": "synthetic", "table_columns": ["ward", "age"], "bins": "age: 5, 50, 100"}
+        ),
+    ).content.decode()
+    errors = re.search(r'<ul class="errorlist" id="id_stat-0-bins_error">(.*?)</ul>', refused)
+    assert errors is not None
+    assert "declared bounds" in errors.group(1)
