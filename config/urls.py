@@ -34,6 +34,11 @@ urlpatterns = [
     path("releases/<int:pk>/preview/", curator_views.wizard_preview, name="wizard-preview"),
     path("releases/<int:pk>/confirm/", curator_views.wizard_confirm, name="wizard-confirm"),
     path("releases/<int:pk>/", curator_views.release_status, name="release-status"),
+    path(
+        "releases/<int:pk>/publish-again/",
+        curator_views.release_publish_again_view,
+        name="release-publish-again",
+    ),
     path("api/v1/", include("releases.urls_api")),
     path("admin/", admin.site.urls),
 ]

@@ -58,6 +58,7 @@ from releases.services.releases import (
     release_submit,
     release_warnings,
 )
+from releases.services.runs import release_publish_again
 from releases.services.suggestions import dataset_schema_suggest
 
 WIZARD_STEPS = [
@@ -768,8 +769,26 @@ def release_status(request, pk: int):
             "statistics": selectors.release_statistics(release=release)
             if release.is_published
             else [],
+            "can_publish_again": release.status == Release.Status.FAILED
+            and release.answers.exists(),
         },
     )
+
+
+@curator_required
+@require_POST
+def release_publish_again_view(request, pk: int):
+    """The status page's "Publish again" button (see release_publish_again)."""
+    release = _owned_draft(request, pk)
+    try:
+        release_publish_again(release=release, user=request.user)
+    except Conflict as refusal:
+        messages.error(request, refusal.detail)
+    else:
+        messages.success(
+            request, "Queued again: its stored answers will be published (no new noise, no budget)."
+        )
+    return redirect("release-status", pk=release.pk)
 
 
 @curator_required

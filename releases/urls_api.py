@@ -24,6 +24,11 @@ urlpatterns = [
         views.ReleaseSubmitApi.as_view(),
         name="api-release-submit",
     ),
+    path(
+        "releases/<int:release_id>/publish-again/",
+        views.ReleasePublishAgainApi.as_view(),
+        name="api-release-publish-again",
+    ),
     path("catalog/", public_cache(views.CatalogListApi.as_view()), name="api-catalog"),
     path(
         "catalog/<slug:slug>/versions/<int:version>/",

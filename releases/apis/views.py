@@ -45,6 +45,7 @@ from releases.services.releases import (
     release_submit,
     release_warnings,
 )
+from releases.services.runs import release_publish_again
 
 # The translation endpoint's ranges: no dataset's budget reaches 10¹² (see
 # releases.services.datasets), and the wizard asks about groups far smaller than 1000 people.
@@ -282,6 +283,17 @@ class ReleaseSubmitApi(APIView):
     def post(self, request, release_id: int):
         release = get_object_or_404(selectors.release_list_owned(user=request.user), pk=release_id)
         release = release_submit(release=release, user=request.user)
+        return Response(
+            {"id": release.pk, "status": release.status}, status=status.HTTP_202_ACCEPTED
+        )
+
+
+class ReleasePublishAgainApi(APIView):
+    permission_classes = [IsCurator]
+
+    def post(self, request, release_id: int):
+        release = get_object_or_404(selectors.release_list_owned(user=request.user), pk=release_id)
+        release = release_publish_again(release=release, user=request.user)
         return Response(
             {"id": release.pk, "status": release.status}, status=status.HTTP_202_ACCEPTED
         )

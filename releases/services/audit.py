@@ -41,6 +41,7 @@ class AuditAction(models.TextChoices):
     TASK_FINISHED = "task.finished"
     TASK_FAILED = "task.failed"
     TASK_REDELIVERED = "task.redelivered"
+    RELEASE_REQUEUED = "release.requeued"
     RELEASE_PUBLISHED = "release.published"
     FILE_DOWNLOADED = "release.downloaded"
 

@@ -63,6 +63,7 @@ from releases.selectors import cell_interval, release_answer_statistics
 from releases.services.audit import AuditAction, audit_record
 from releases.services.clock import database_now
 from releases.services.datasets import dataset_reap_stale
+from releases.services.errors import Conflict
 from releases.services.heartbeat import Ticker, release_heartbeat
 from releases.services.releases import series_next_version
 from releases.services.storage import local_copy, object_storage_uri
@@ -595,6 +596,44 @@ def release_fail(*, release_id: int, reason: str, claim_token: str | None = None
             return False
         _fail_locked(release, reason)
         return True
+
+
+def release_publish_again(*, release: Release, user) -> Release:
+    """Queue again a release that failed after its noisy answers were stored (a publication
+    step that ran out of memory or time): the next delivery publishes those answers. No noise is
+    drawn and no budget is spent again: the answers and the spent reservation are kept. Any
+    other release is refused (:class:`Conflict`)."""
+    # Imported here: the task module imports this one.
+    from releases.tasks import release_run_task
+
+    with transaction.atomic():
+        locked = Release.objects.select_for_update().get(pk=release.pk)
+        if locked.status != Release.Status.FAILED or not locked.answers.exists():
+            raise Conflict(
+                "Only a release that failed after its noisy answers were drawn can be published "
+                "again; this one "
+                + (
+                    "has no stored answers (its budget was returned): submit a new release."
+                    if locked.status == Release.Status.FAILED
+                    else f"is {locked.get_status_display().lower()}."
+                )
+            )
+        reason = locked.failure_reason
+        locked.status = Release.Status.QUEUED
+        locked.failure_reason = ""
+        locked.deliveries = 0
+        locked.claim_token = ""
+        locked.save(update_fields=["status", "failure_reason", "deliveries", "claim_token"])
+        audit_record(
+            actor=user,
+            action=AuditAction.RELEASE_REQUEUED,
+            object_type="release",
+            object_id=locked.pk,
+            dataset_id=locked.dataset_id,
+            details={"after": reason},
+        )
+        release_run_task.delay_on_commit(locked.pk)
+    return locked
 
 
 def _unclaim(release_id: int, claim_token: str) -> None:

@@ -111,6 +111,12 @@ ENDPOINTS = {
     ),
     "release-detail": ("get", lambda w: f"/api/v1/releases/{w.draft.pk}/", None, None),
     "release-submit": ("post", lambda w: f"/api/v1/releases/{w.draft.pk}/submit/", None, None),
+    "release-publish-again": (
+        "post",
+        lambda w: f"/api/v1/releases/{w.draft.pk}/publish-again/",
+        None,
+        None,
+    ),
     "catalog-list": ("get", lambda w: "/api/v1/catalog/", None, None),
     "catalog-version": ("get", _catalog_base, None, None),
     "catalog-file": ("get", lambda w: _catalog_base(w) + "files/json/", None, None),
@@ -153,6 +159,8 @@ EXPECTED = {
     "releases-create": (401, 201, 404, 403),
     "release-detail": (401, 200, 404, 403),
     "release-submit": (401, 202, 404, 403),
+    # a draft has nothing to publish again: its owner gets the conflict, others nothing
+    "release-publish-again": (401, 409, 404, 403),
     "catalog-list": (200, 200, 200, 200),
     "catalog-version": (200, 200, 200, 200),
     "catalog-file": (200, 200, 200, 200),

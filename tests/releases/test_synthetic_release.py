@@ -262,3 +262,74 @@ def test_the_wizard_keeps_a_numeric_columns_own_edges_and_names_bad_ones_at_bins
     errors = re.search(r'<ul class="errorlist" id="id_stat-0-bins_error">(.*?)</ul>', refused)
     assert errors is not None
     assert "declared bounds" in errors.group(1)
+
+
+def test_a_release_that_failed_at_publication_publishes_its_stored_answers_again(
+    client, curator, curator_client, wards, django_capture_on_commit_callbacks, monkeypatch
+):
+    # given a synthetic table whose rows cannot be generated the first time (out of memory)
+    from releases.models import AuditEvent, LedgerEntry
+    from releases.services import runs
+
+    real = runs.synthetic_table
+    calls = []
+
+    def failing_once(microdata):
+        calls.append(1)
+        if len(calls) == 1:
+            raise MemoryError
+        return real(microdata)
+
+    monkeypatch.setattr(runs, "synthetic_table", failing_once)
+    body = {"dataset": wards.pk, "title": "Wards", "definition": PURE, "queries": [SYNTHETIC]}
+    created = curator_client.post("/api/v1/releases/", body, format="json").json()
+    with django_capture_on_commit_callbacks(execute=True):
+        curator_client.post(f"/api/v1/releases/{created['id']}/submit/")
+    release = Release.objects.get(pk=created["id"])
+    assert release.status == "failed"
+    answers = list(NoisyAnswer.objects.filter(release=release).values_list("pk", "statistic"))
+    assert LedgerEntry.objects.get(release=release).state == "spent"
+
+    # when its curator asks, from the status page, to publish it again
+    client.force_login(curator)
+    page = client.get(f"/releases/{release.pk}/").content.decode()
+    assert "Publish again" in page
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(f"/releases/{release.pk}/publish-again/")
+
+    # then the same answers are published: no new noise, one spent reservation
+    assert response.status_code == 302
+    release.refresh_from_db()
+    assert release.status == "published", release.failure_reason
+    assert release.version == 1
+    after = list(NoisyAnswer.objects.filter(release=release).values_list("pk", "statistic"))
+    assert [pk for pk, _ in after] == [pk for pk, _ in answers]
+    assert after[0][1]["microdata"]["marginals"] == answers[0][1]["microdata"]["marginals"]
+    assert LedgerEntry.objects.filter(release=release).count() == 1
+    assert LedgerEntry.objects.get(release=release).state == "spent"
+    assert AuditEvent.objects.filter(action="release.requeued", object_id=release.pk).count() == 1
+    # and a published release cannot be queued again
+    again = curator_client.post(f"/api/v1/releases/{release.pk}/publish-again/")
+    assert again.status_code == 409
+    assert "is published" in again.json()["detail"]
+
+
+def test_a_release_that_failed_before_drawing_cannot_be_published_again(
+    curator_client, wards, django_capture_on_commit_callbacks, monkeypatch
+):
+    from releases.services import runs
+
+    def unreadable(*args, **kwargs):
+        raise OSError
+
+    monkeypatch.setattr(runs, "release_stored_table", unreadable)
+    body = {"dataset": wards.pk, "title": "Wards", "definition": PURE, "queries": [SYNTHETIC]}
+    created = curator_client.post("/api/v1/releases/", body, format="json").json()
+    with django_capture_on_commit_callbacks(execute=True):
+        curator_client.post(f"/api/v1/releases/{created['id']}/submit/")
+    assert Release.objects.get(pk=created["id"]).status == "failed"
+
+    response = curator_client.post(f"/api/v1/releases/{created['id']}/publish-again/")
+
+    assert response.status_code == 409
+    assert "budget was returned" in response.json()["detail"]
