@@ -16,7 +16,7 @@ from privacy_engine.translation import epsilon_to_truth_probability
 
 HARM_EPSILON = {"low": 2.0, "moderate": 1.0, "severe": 0.25}
 RELEASES_FACTOR = {"once": 1.0, "few": 0.5, "regularly": 0.25}
-# Statistics that simulate whole releases (k-means, synthetic tables) per preview: each takes
+# Statistics that simulate whole releases (k-means) per preview: each takes
 # up to seconds, and a preview is one web request.
 MAX_SIMULATED_RELEASES = 3
 
@@ -93,7 +93,7 @@ def simulated_preview(
             result = release_statistic(planned, mechanism_input, plan.schema)
             entry.update(simulated=shown, noisy=result.value, ci95=result.ci95)
         if kind.simulates_releases:
-            # Whole simulated releases (k-means: about 0.3–4 s each, a synthetic table 2–5 s):
+            # Whole simulated releases (k-means: about 0.3–4 s each):
             # identical statistics share one, and a preview simulates at most
             # MAX_SIMULATED_RELEASES of them.
             key = (query, planned.epsilon, planned.delta)

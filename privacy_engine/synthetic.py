@@ -68,6 +68,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -76,6 +77,7 @@ from privacy_engine.aggregates import Aggregate, BinCounts, PairCounts
 from privacy_engine.consistency import non_negative, rake
 from privacy_engine.definitions import ApproxDP
 from privacy_engine.errors import EngineValidationError
+from privacy_engine.exact_sums import sqrt_up
 from privacy_engine.kinds.base import (
     PlanContext,
     PlannedStatistic,
@@ -104,6 +106,8 @@ PAIRS_SHARE = 0.6
 # Mirror-descent iterations of the fit from the closed-form start (mbi's default is 1000, from
 # nothing).
 FIT_ITERATIONS = 200
+# The variance an exact answer (no noise) is weighed with: tiny, not zero.
+MIN_VARIANCE = 1e-9
 # A probability of 0 in the start's log-potentials.
 TINY_PROBABILITY = 1e-30
 
@@ -172,7 +176,8 @@ class Measurements:
             (c, self.pair_std) for c in self.pair_cells
         ]:
             estimates.append(float(np.sum(cells)))
-            weights.append(1.0 / (std * std * cells.size) if std > 0 else 1e300)
+            # An exact table (no noise) weighs as one with a tiny variance, not infinitely.
+            weights.append(1.0 / (max(std * std, MIN_VARIANCE) * cells.size))
         total = sum(e * w for e, w in zip(estimates, weights, strict=True)) / sum(weights)
         return max(1.0, total)
 
@@ -297,11 +302,12 @@ class SyntheticKind(QueryKind):
         h = histogram_sensitivity(context.definition)
         d = len(query.columns)
         if isinstance(context.definition, ApproxDP):
-            oneway: Any = c * math.isqrt(d) if math.isqrt(d) ** 2 == d else c * math.sqrt(d)
-            pairs: Any = (
-                c * math.isqrt(d - 1) if math.isqrt(d - 1) ** 2 == d - 1 else c * math.sqrt(d - 1)
-            )
-            return oneway, c * h, pairs
+            # Whole where the root is whole; else rounded up, never a float below the truth.
+            def root(cells: int) -> Any:
+                whole = math.isqrt(cells)
+                return c * whole if whole * whole == cells else sqrt_up(Fraction(c * c * cells))
+
+            return root(d), c * h, root(d - 1)
         return c * h * d, c * h, c * h * (d - 1)
 
     def sensitivity(self, query: Synthetic, context: PlanContext) -> Any:
@@ -389,9 +395,12 @@ class SyntheticKind(QueryKind):
         marginal of the fitted model from that of a public simulated table of n records of the
         declared shape (independent columns: declared categories uniform, bins in proportion to
         their widths), one simulated release with the plan's mechanisms. Reads no data, spends
-        no budget. The model is :func:`consistent_tree`, the release's fit without its
-        refinement (milliseconds, no jax in the web process; the refinement moves a marginal by
-        about 0.0005 in total variation, tests/privacy_engine/test_synthetic.py)."""
+        no budget. The model is :func:`consistent_tree`, where the release's fit starts
+        (milliseconds, no jax in the web process). The fit moves it, sometimes closer to the
+        truth and sometimes not: on bench tables (6 columns, 2,000 and 10,000 rows, ε = 0.3 and
+        1, 8 runs each) the median 2-way error was the same to within 0.0015 and the fit better
+        in 15 of 32 runs; on tables far noisier than their size it can differ more, which the
+        sentence says."""
         query = planned.query
         columns = sides(query, schema)
         exact = simulated_answers(query, schema, n)
@@ -409,8 +418,9 @@ class SyntheticKind(QueryKind):
             float(np.max(two_way)),
         )
         sentence = (
-            f"on a simulated table of {n:,} records of the declared shape, a synthetic table "
-            f"from this release's noise had each column's shares off by {one_mean:.1%} on "
+            f"on a simulated table of {n:,} records of the declared shape, the model this "
+            "release's noise allows (before its final fit, which can move it a little either "
+            f"way) had each column's shares off by {one_mean:.1%} on "
             f"average and each pair of columns' by {two_mean:.1%} (the worst pair "
             f"{two_max:.1%}), as total variation distance: the share of records that would have "
             "to move to match. A real table's pairs that the spanning tree leaves out can "
@@ -729,9 +739,8 @@ def consistent_tree(measurements: Measurements) -> TreeModel:
     root's counts and each pair's rows as conditionals. Post-processing, milliseconds."""
     d = len(measurements.sizes)
     total = measurements.records
-    # An exact answer (no noise) still needs a weight: a tiny variance.
-    one_var = max(measurements.oneway_std**2, 1e-9)
-    pair_var = max(measurements.pair_std**2, 1e-9)
+    one_var = max(measurements.oneway_std**2, MIN_VARIANCE)
+    pair_var = max(measurements.pair_std**2, MIN_VARIANCE)
     tables = {
         (i, j): np.asarray(cells, dtype=float).reshape(measurements.sizes[i], measurements.sizes[j])
         for (i, j), cells in zip(measurements.pairs, measurements.pair_cells, strict=True)

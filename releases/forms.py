@@ -1,5 +1,8 @@
 """Page forms: they collect input; the services validate it against the privacy rules."""
 
+import itertools
+import re
+
 from django import forms
 
 from privacy_engine.queries import QUERY_KINDS
@@ -284,17 +287,35 @@ def _numbers(text: str) -> list[float] | str:
         return text
 
 
-def _column_edges(text: str) -> dict[str, list[float] | str] | str:
-    """``age: 0, 18, 65, 100; income: 0, 1000`` as each column's edges; the text itself when it
-    does not read so (the engine then names the field)."""
+class EdgesTextError(ValueError):
+    """Bins text of a synthetic table that does not read as columns and edges."""
+
+
+def column_edges(text: str, columns: list[str]) -> dict[str, list[float] | str]:
+    """``age: 0, 18, 65, 100; income: 0, 1000`` as each column's edges, for the table's
+    ``columns`` (names are matched whole, longest first, so a name may hold ``:`` or ``;``).
+    Raises :class:`EdgesTextError` saying what is wrong, naming the column."""
+    names = sorted(set(columns), key=len, reverse=True)
+    starts = (
+        list(re.finditer(r"(?:^|;)\s*(" + "|".join(map(re.escape, names)) + r")\s*:", text))
+        if names
+        else []
+    )
+    if not starts or text[: starts[0].start()].strip():
+        first = text.split(";")[0].partition(":")[0].strip()
+        raise EdgesTextError(
+            f"'{first[:60]}' is not one of the table's columns: write each numeric column's "
+            "edges as age: 0, 18, 65, 100; income: 0, 1000, 5000"
+            if first
+            else "write each numeric column's edges as age: 0, 18, 65, 100; income: 0, 1000, 5000"
+        )
     edges: dict[str, list[float] | str] = {}
-    for part in text.split(";"):
-        if not part.strip():
-            continue
-        name, colon, numbers = part.rpartition(":")
-        if not colon or not name.strip():
-            return text
-        edges[name.strip()] = _numbers(numbers)
+    for match, following in itertools.zip_longest(starts, starts[1:]):
+        name = match.group(1)
+        if name in edges:
+            raise EdgesTextError(f"'{name[:60]}' is given twice")
+        end = following.start() if following else len(text)
+        edges[name] = _numbers(text[match.end() : end])
     return edges
 
 
@@ -392,6 +413,17 @@ class StatisticForm(forms.Form):
             return {first: "bins"}
         return {}
 
+    def clean(self):
+        data = super().clean()
+        if data.get("kind") == "synthetic" and data.get("bins", "").strip():
+            try:
+                data["synthetic_edges"] = column_edges(
+                    data["bins"], list(data.get("table_columns") or [])
+                )
+            except EdgesTextError as error:
+                self.add_error("bins", str(error))
+        return data
+
     def to_query(self) -> dict | None:
         data = self.cleaned_data
         if not data or data.get("DELETE"):
@@ -412,8 +444,8 @@ class StatisticForm(forms.Form):
                 query["iterations"] = data["iterations"]
         elif data["kind"] == "synthetic":
             query["columns"] = list(data.get("table_columns") or [])
-            if data.get("bins", "").strip():
-                query["bins"] = _column_edges(data["bins"])
+            if data.get("synthetic_edges"):
+                query["bins"] = data["synthetic_edges"]
         elif data["kind"] != "count":
             query["column"] = data.get("column") or None
         if data["kind"] == "histogram" and data.get("bins", "").strip():

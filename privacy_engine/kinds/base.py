@@ -209,8 +209,8 @@ class QueryKind(ABC):
     # True for a kind answered in rounds (see the module): release.py then calls
     # release_rounds, with ``ask``, instead of release.
     iterative: bool = False
-    # True when simulated_facts simulates a whole release (seconds: k-means' rounds, a synthetic
-    # table's fit): a preview then shares identical ones and runs a few (guidance.py).
+    # True when simulated_facts simulates a whole release (seconds: k-means' rounds): a preview
+    # then shares identical ones and runs a few (guidance.py).
     simulates_releases: bool = False
 
     @abstractmethod

@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from releases.forms import EdgesTextError, column_edges
 from releases.models import NoisyAnswer, Release
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.releases import release_draft_create
@@ -333,3 +334,52 @@ def test_a_release_that_failed_before_drawing_cannot_be_published_again(
 
     assert response.status_code == 409
     assert "budget was returned" in response.json()["detail"]
+
+
+def test_the_page_discloses_every_stages_epsilon_sensitivity_scale_and_interval(
+    curator_client, anonymous_client, wards, django_capture_on_commit_callbacks
+):
+    release = publish(curator_client, django_capture_on_commit_callbacks, wards.pk, SYNTHETIC)
+    statistic = anonymous_client.get(f"/api/v1/catalog/{release.series.slug}/versions/1/").json()[
+        "statistics"
+    ][0]
+
+    html = anonymous_client.get(f"/catalog/{release.series.slug}/v1/").content.decode()
+
+    parts = statistic["parts"]
+    assert parts[0]["role"] == "each column's counts"
+    assert parts[-1]["role"] == "the chosen pairs' counts"
+    assert sum(p["epsilon"] for p in parts) == pytest.approx(statistic["epsilon"])
+    assert "each column&#x27;s counts: geometric, ε = 0.6000, sensitivity 3" in html
+    assert "95% of one noisy count within ±" in html
+
+
+@pytest.mark.parametrize(
+    ("text", "columns", "expected"),
+    [
+        ("age: 0, 18, 100", ["ward", "age"], {"age": [0.0, 18.0, 100.0]}),
+        (
+            " age : 0, 100 ; income: 0, 5, 10 ",
+            ["age", "income"],
+            {"age": [0, 100], "income": [0, 5, 10]},
+        ),
+        ("grade;level: 0, 5, 10", ["grade;level"], {"grade;level": [0, 5, 10]}),
+        ("a:b: 1, 2; a: 3, 4", ["a", "a:b"], {"a:b": [1, 2], "a": [3, 4]}),
+    ],
+)
+def test_the_bins_text_of_a_synthetic_row_reads_each_columns_edges(text, columns, expected):
+    assert column_edges(text, columns) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("age: 0, 100; age: 0, 50, 100", "'age' is given twice"),
+        ("Age: 0, 100", "'Age' is not one of the table's columns"),
+        ("0, 18, 100", "'0, 18, 100' is not one of the table's columns"),
+        (";;;", "write each numeric column's edges as age"),
+    ],
+)
+def test_the_bins_text_of_a_synthetic_row_is_refused_naming_what_is_wrong(text, message):
+    with pytest.raises(EdgesTextError, match=re.escape(message)):
+        column_edges(text, ["ward", "age"])
