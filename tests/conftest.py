@@ -63,6 +63,17 @@ def _private_dirs(settings, tmp_path):
     settings.RELEASE_STORAGE_ROOT = tmp_path / "releases"
 
 
+@pytest.fixture(scope="session")
+def stacks(tmp_path_factory):
+    """What the real-process stacks of a session share (tests/processes.py: Stacks): database
+    templates, and processes still shutting down."""
+    from tests.processes import Stacks
+
+    shared = Stacks(tmp_path_factory.mktemp("stacks"))
+    yield shared
+    shared.close()
+
+
 def make_user(username: str, role: str | None):
     from accounts.roles import Role
     from accounts.services import user_create_or_reset

@@ -1,22 +1,28 @@
 """Real processes the worker and browser tests start: a web server, Celery workers (stopped
 politely, or killed), on a SQLite file with kombu's SQLAlchemy broker or on PostgreSQL + Redis."""
 
+import json
 import os
 import secrets
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import requests
 
 from tests.conftest import skip_or_fail
+
+if TYPE_CHECKING:
+    import psycopg
 
 ROOT = Path(__file__).resolve().parents[1]
 # --pool=solo runs each task in the worker's main process, so its PID is the one we started.
@@ -36,6 +42,8 @@ CELERY_WORKER_COMMAND = [
 ]
 POSTGRES_ADMIN_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+E2E_PASSWORD = "e2e-pass-123"
+E2E_USERS = (("e2e-curator", "curator"), ("e2e-auditor", "compliance"))
 
 
 def start_celery_worker(env: dict[str, str], log) -> subprocess.Popen:
@@ -46,12 +54,33 @@ def start_celery_worker(env: dict[str, str], log) -> subprocess.Popen:
 
 def stop(process: subprocess.Popen) -> None:
     """SIGTERM, then a kill if it has not exited within 20 s."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    stop_all([process])
+
+
+def stop_all(processes: Iterable[subprocess.Popen]) -> None:
+    """``stop`` for several processes at once: all are signalled before any is waited for, so
+    their shutdowns overlap."""
+    processes = list(processes)
+    terminate(processes)
+    wait_or_kill(processes)
+
+
+def terminate(processes: Iterable[subprocess.Popen]) -> None:
+    """SIGTERM to each process still running: Celery's warm shutdown, a web server's stop."""
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+
+
+def wait_or_kill(processes: Iterable[subprocess.Popen], seconds: float = 20) -> None:
+    """Wait for processes already signalled; kill those still running after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    for process in processes:
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def kill(process: subprocess.Popen) -> None:
@@ -103,6 +132,27 @@ def manage(env: dict[str, str], *args: str) -> str:
     return result.stdout
 
 
+def manage_in_one_process(env: dict[str, str], *commands: tuple[str, ...]) -> None:
+    """Management commands, in order, in one process: each new process spends about 2 s
+    importing the app before it does anything."""
+    script = (
+        "import json, sys, django\n"
+        "from django.core.management import call_command\n"
+        "django.setup()\n"
+        "for command in json.loads(sys.argv[1]):\n"
+        "    call_command(*command)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(commands)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def base_env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
     env.update(
@@ -125,19 +175,25 @@ def sqlite_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def postgres_admin() -> "psycopg.Connection":
+    """An autocommit connection to PostgreSQL's maintenance database, to create and drop others."""
+    import psycopg
+
+    return psycopg.connect(
+        POSTGRES_ADMIN_URL.replace("postgres://", "postgresql://"),
+        autocommit=True,
+        connect_timeout=3,
+    )
+
+
 @contextmanager
 def postgres_redis_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     """A fresh PostgreSQL database and an empty Redis database for one test, dropped after it;
     skips (or fails under REQUIRE_SERVICES=1) when the servers do not answer."""
     try:
-        import psycopg
         import redis
 
-        admin = psycopg.connect(
-            POSTGRES_ADMIN_URL.replace("postgres://", "postgresql://"),
-            autocommit=True,
-            connect_timeout=3,
-        )
+        admin = postgres_admin()
         redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3).ping()
     except Exception as error:
         skip_or_fail(f"PostgreSQL or Redis is not reachable ({type(error).__name__}: {error})")
@@ -153,6 +209,101 @@ def postgres_redis_env(tmp_path: Path) -> Iterator[dict[str, str]]:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()
         redis.Redis.from_url(REDIS_URL).flushdb()
+
+
+def database_setup(env: dict[str, str]) -> None:
+    """Migrate ``env``'s database and create the e2e curator and auditor, in one process."""
+    manage_in_one_process(
+        env,
+        ("migrate", "--noinput"),
+        *(
+            ("create_user", username, "--role", role, "--password", E2E_PASSWORD)
+            for username, role in E2E_USERS
+        ),
+    )
+
+
+class Stacks:
+    """What the session's stacks share.
+
+    Database templates: a stack's database is made ready (migrated, with the e2e curator and
+    auditor) as a copy of a template the session makes once per kind, by the same commands.
+    Made for each stack it costs ~6 s of Django processes; copied, a fraction of a second.
+    Nothing in it depends on the stack's other settings (password hashes and the audit trail's
+    hash chain use no secret).
+
+    Processes still shutting down: a stack whose broker and database are its own files lets its
+    processes finish their warm shutdown (a worker on the SQLAlchemy broker ends its poll first,
+    ~4 s) while the next tests run; they are waited for when the session ends."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.sqlite_template: Path | None = None
+        self.postgres_template: str | None = None
+        self.stopping: list[subprocess.Popen] = []
+
+    def stop_later(self, processes: Iterable[subprocess.Popen]) -> None:
+        """Signal ``processes`` to stop now; wait for them at the end of the session."""
+        processes = list(processes)
+        terminate(processes)
+        self.stopping = [p for p in self.stopping if p.poll() is None] + processes
+
+    def prepare(self, env: dict[str, str]) -> None:
+        """Fill ``env``'s database, new and empty, with a copy of the template."""
+        url = env["DATABASE_URL"]
+        if url.startswith("sqlite:///"):
+            self._copy_sqlite(Path(url.removeprefix("sqlite:///")))
+        else:
+            self._copy_postgres(url.rsplit("/", 1)[1])
+
+    def _copy_sqlite(self, target: Path) -> None:
+        if self.sqlite_template is None:
+            (self.root / "sqlite").mkdir()
+            template_env = sqlite_env(self.root / "sqlite")
+            database_setup(template_env)
+            self.sqlite_template = Path(template_env["DATABASE_URL"].removeprefix("sqlite:///"))
+        # SQLite's backup API copies a consistent database whatever its journal holds.
+        source, copy = sqlite3.connect(self.sqlite_template), sqlite3.connect(target)
+        try:
+            source.backup(copy)
+        finally:
+            source.close()
+            copy.close()
+
+    def _copy_postgres(self, name: str) -> None:
+        import psycopg
+
+        with postgres_admin() as admin:
+            if self.postgres_template is None:
+                template = f"gdr_e2e_template_{secrets.token_hex(4)}"
+                admin.execute(f'CREATE DATABASE "{template}"')
+                template_env = base_env(self.root / "postgres")
+                template_env["DATABASE_URL"] = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{template}"
+                try:
+                    database_setup(template_env)
+                except BaseException:
+                    admin.execute(f'DROP DATABASE "{template}" WITH (FORCE)')
+                    raise
+                self.postgres_template = template
+            admin.execute(f'DROP DATABASE "{name}"')
+            # A template must have no session: the setup process's may take a moment to end.
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{self.postgres_template}"')
+                    return
+                except psycopg.errors.ObjectInUse:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+
+    def close(self) -> None:
+        """Wait for the processes still stopping; drop the PostgreSQL template, if one was made
+        (SQLite's goes with its directory)."""
+        wait_or_kill(self.stopping)
+        if self.postgres_template is not None:
+            with postgres_admin() as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{self.postgres_template}" WITH (FORCE)')
 
 
 def web_server_command(server: str, port: int) -> list[str]:
@@ -172,13 +323,16 @@ def web_server_command(server: str, port: int) -> list[str]:
 
 
 def start_stack(
-    env: dict[str, str], tmp_path: Path, *, web_server: str = "runserver"
+    env: dict[str, str],
+    tmp_path: Path,
+    stacks: Stacks,
+    *,
+    web_server: str = "runserver",
 ) -> Iterator[Stack]:
-    """Migrate, create an e2e curator and auditor, start a worker and a web server (Django's, or
-    gunicorn); stop both (and any worker started later) afterwards."""
-    manage(env, "migrate", "--noinput")
-    manage(env, "create_user", "e2e-curator", "--role", "curator", "--password", "e2e-pass-123")
-    manage(env, "create_user", "e2e-auditor", "--role", "compliance", "--password", "e2e-pass-123")
+    """Make the database ready (migrated, with an e2e curator and auditor: a copy of the
+    session's template), start a worker and a web server (Django's, or gunicorn); stop both (and
+    any worker started later) afterwards."""
+    stacks.prepare(env)
     port = free_port()
     log_dir = tmp_path / "logs"
     log_dir.mkdir()
@@ -207,13 +361,17 @@ def start_stack(
                 time.sleep(0.3)
         yield stack
     finally:
-        for process in stack.processes:
-            stop(process)
+        if env["CELERY_BROKER_URL"].startswith("sqla+sqlite:"):
+            stacks.stop_later(stack.processes)
+        else:
+            # A shared broker (Redis): a worker still shutting down could take the next test's
+            # task, so it must be gone first.
+            stop_all(stack.processes)
         for log in stack.log_files:
             log.close()
 
 
-def api_token(stack: Stack, username: str, password: str = "e2e-pass-123") -> dict[str, str]:
+def api_token(stack: Stack, username: str, password: str = E2E_PASSWORD) -> dict[str, str]:
     response = requests.post(
         f"{stack.base_url}/api/v1/auth/token/",
         data={"username": username, "password": password},

@@ -16,10 +16,10 @@ TABLE = "patient,age\n" + "".join(f"P{i:04d},{(i * 37) % 90 + 5}\n" for i in ran
 
 
 @pytest.fixture
-def production_stack(tmp_path) -> Iterator[Stack]:
+def production_stack(tmp_path, stacks) -> Iterator[Stack]:
     with postgres_redis_env(tmp_path) as env:
         env["DEBUG"] = "0"
-        yield from start_stack(env, tmp_path, web_server="gunicorn")
+        yield from start_stack(env, tmp_path, stacks, web_server="gunicorn")
 
 
 def test_gunicorn_serves_the_catalog_and_a_download_of_a_release_a_worker_published(

@@ -34,14 +34,14 @@ TRUE_AGE_SUM = sum((i * 37) % 90 + 5 for i in range(ROWS))
 
 
 @pytest.fixture
-def sqlite_stack(tmp_path) -> Iterator[Stack]:
-    yield from start_stack(sqlite_env(tmp_path), tmp_path)
+def sqlite_stack(tmp_path, stacks) -> Iterator[Stack]:
+    yield from start_stack(sqlite_env(tmp_path), tmp_path, stacks)
 
 
 @pytest.fixture
-def postgres_redis_stack(tmp_path) -> Iterator[Stack]:
+def postgres_redis_stack(tmp_path, stacks) -> Iterator[Stack]:
     with postgres_redis_env(tmp_path) as env:
-        yield from start_stack(env, tmp_path)
+        yield from start_stack(env, tmp_path, stacks)
 
 
 def _walk_release_lifecycle(stack: Stack) -> None:

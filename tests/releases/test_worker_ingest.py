@@ -20,11 +20,11 @@ TABLE = "patient,age,sex\n" + "".join(
 
 
 @pytest.fixture
-def stack(tmp_path) -> Iterator[Stack]:
+def stack(tmp_path, stacks) -> Iterator[Stack]:
     env = sqlite_env(tmp_path)
     # Every upload above 1 kB converts in the worker.
     env["DATASET_CONVERT_INLINE_BYTES"] = "1000"
-    yield from start_stack(env, tmp_path)
+    yield from start_stack(env, tmp_path, stacks)
 
 
 def upload(stack: Stack, headers: dict, content: str, name: str) -> dict:
@@ -106,7 +106,7 @@ BIG_TABLE = "patient,age,sex\n" + "".join(
 
 
 @pytest.fixture
-def fast_heartbeat_stack(tmp_path) -> Iterator[Stack]:
+def fast_heartbeat_stack(tmp_path, stacks) -> Iterator[Stack]:
     env = sqlite_env(tmp_path)
     env.update(
         {
@@ -115,7 +115,7 @@ def fast_heartbeat_stack(tmp_path) -> Iterator[Stack]:
             "RELEASE_STALE_SECONDS": "3",
         }
     )
-    yield from start_stack(env, tmp_path)
+    yield from start_stack(env, tmp_path, stacks)
 
 
 def test_a_worker_killed_mid_conversion_is_replaced_and_the_table_ends_ready(

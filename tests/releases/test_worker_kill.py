@@ -126,14 +126,14 @@ def fast(env: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.fixture
-def sqlite_stack(tmp_path) -> Iterator[Stack]:
-    yield from start_stack(fast(sqlite_env(tmp_path)), tmp_path)
+def sqlite_stack(tmp_path, stacks) -> Iterator[Stack]:
+    yield from start_stack(fast(sqlite_env(tmp_path)), tmp_path, stacks)
 
 
 @pytest.fixture
-def postgres_redis_stack(tmp_path) -> Iterator[Stack]:
+def postgres_redis_stack(tmp_path, stacks) -> Iterator[Stack]:
     with postgres_redis_env(tmp_path) as env:
-        yield from start_stack(fast(env), tmp_path)
+        yield from start_stack(fast(env), tmp_path, stacks)
 
 
 def submit_release(stack: Stack, curator: dict[str, str]) -> tuple[int, int]:
