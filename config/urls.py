@@ -3,6 +3,7 @@ from django.urls import include, path
 
 from accounts import views as account_views
 from releases import curator_views, views
+from releases.feeds import NewVersionsFeed, feed_cache_key
 from releases.public_cache import public_cache
 
 urlpatterns = [
@@ -10,6 +11,11 @@ urlpatterns = [
     path("accounts/login/", account_views.login_page, name="login"),
     path("accounts/logout/", account_views.logout_page, name="logout"),
     path("catalog/", public_cache(views.catalog_list), name="catalog"),
+    path(
+        "catalog/feed/",
+        public_cache(NewVersionsFeed(), key=feed_cache_key),
+        name="catalog-feed",
+    ),
     path(
         "catalog/<slug:slug>/v<int:version>/",
         public_cache(views.catalog_version, key=views.catalog_version_cache_key),

@@ -1,0 +1,74 @@
+"""The catalog's Atom feed of new versions (``/catalog/feed/``), by Django's syndication
+framework: feed readers and scripts learn of a new version without polling the catalog."""
+
+from django.contrib.syndication.views import Feed
+from django.urls import reverse
+from django.utils.feedgenerator import Atom1Feed
+
+from releases import selectors
+from releases.models import Release
+
+# Entries in the feed: the newest versions.
+FEED_ENTRIES = 50
+DEFINITION_NAMES = {
+    "pure_dp": "ε-differential privacy",
+    "approx_dp": "(ε, δ)-differential privacy",
+    "blowfish": "Blowfish privacy",
+}
+
+
+def guarantee_text(definition: dict) -> str:
+    """A version's guarantee in one line (its page says it in full)."""
+    name = DEFINITION_NAMES.get(definition.get("kind"), str(definition.get("kind")))
+    text = f"{name}, ε = {definition.get('epsilon')}"
+    if definition.get("kind") == "approx_dp":
+        text += f", δ = {definition.get('delta')}"
+    if definition.get("kind") == "blowfish":
+        text += f", policy {(definition.get('policy') or {}).get('graph')}"
+    return text
+
+
+def feed_cache_key(request) -> list[str]:
+    """The feed ignores its query string: one cache entry whatever a client appends."""
+    return ["catalog-feed"]
+
+
+class NewVersionsFeed(Feed):
+    feed_type = Atom1Feed
+    title = "Guided data release: new versions"
+    subtitle = "Each new version of a published release, with its privacy guarantee."
+
+    def link(self) -> str:
+        return reverse("catalog")
+
+    def items(self):
+        return selectors.release_list_published()[:FEED_ENTRIES]
+
+    def item_title(self, item: Release) -> str:
+        return f"{item.title}, version {item.version}"
+
+    def item_description(self, item: Release) -> str:
+        statistics = len(item.queries or [])
+        return (
+            f"{statistics} statistic{'s' if statistics != 1 else ''} under "
+            f"{guarantee_text(item.definition)}; files: "
+            + ", ".join(f.format for f in item.files.all())
+        )
+
+    def item_link(self, item: Release) -> str:
+        return reverse(
+            "catalog-version", kwargs={"slug": item.series.slug, "version": item.version}
+        )
+
+    def item_pubdate(self, item: Release):
+        return item.published_at
+
+    def item_updateddate(self, item: Release):
+        return item.published_at
+
+    def item_guid(self, item: Release) -> str:
+        # Permanent: a version's slug, number and publication date never change.
+        day = f"{item.published_at:%Y-%m-%d}"
+        return f"tag:guided-data-release,{day}:{item.series.slug}/v{item.version}"
+
+    item_guid_is_permalink = False
