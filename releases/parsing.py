@@ -5,7 +5,7 @@ import re
 from datetime import UTC, datetime
 
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
+from django.utils.dateparse import parse_date, parse_datetime
 
 NUL_MESSAGE = "must not contain a NUL character"
 SINCE_MESSAGE = "must be an ISO-8601 date and time"
@@ -101,3 +101,47 @@ def range_params_parse(params) -> tuple[tuple[float, float] | None, dict[str, li
     if low >= high:
         return None, {"to": ["must be above from"]}
     return (low, high), {}
+
+
+# The catalog's filters (pages and API): the definition kinds a release can have.
+CATALOG_KINDS = ("pure_dp", "approx_dp", "blowfish")
+# A search longer than this is no title or column name anyone types.
+MAX_SEARCH = 200
+DATE_MESSAGE = "must be a date, e.g. 2026-11-25"
+
+
+def catalog_filters_parse(params, search_name: str) -> tuple[dict, dict[str, list[str]]]:
+    """The catalog's filters from query parameters: ``search_name`` (``q`` on pages,
+    ``search`` in the API; a title or a statistic's column), ``kind`` (the definition's),
+    ``since`` and ``until`` (publication dates, inclusive); errors name each bad one, which is
+    left out of the result."""
+    errors: dict[str, list[str]] = {}
+    filters: dict = {"search": None, "kind": None, "since": None, "until": None}
+    search = (params.get(search_name) or "").strip()
+    if search:
+        problem = text_param_problem(search)
+        if problem is None and len(search) > MAX_SEARCH:
+            problem = f"must be at most {MAX_SEARCH} characters"
+        if problem is None:
+            filters["search"] = search
+        else:
+            errors[search_name] = [problem]
+    kind = params.get("kind") or None
+    if kind is not None:
+        if kind in CATALOG_KINDS:
+            filters["kind"] = kind
+        else:
+            errors["kind"] = [f"must be one of: {', '.join(CATALOG_KINDS)}"]
+    for name in ("since", "until"):
+        text = (params.get(name) or "").strip()
+        if not text:
+            continue
+        try:
+            day = parse_date(text) if len(text) <= 10 else None
+        except ValueError:  # well-formed but impossible, such as month 13
+            day = None
+        if day is None:
+            errors[name] = [DATE_MESSAGE]
+        else:
+            filters[name] = day
+    return filters, errors

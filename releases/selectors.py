@@ -3,10 +3,12 @@
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Q, QuerySet, Sum
+from django.db.models import Q, QuerySet, Sum, TextField
+from django.db.models.functions import Cast
 from django.urls import reverse
 
 from accounts.roles import Role, user_has_role
@@ -87,7 +89,16 @@ def release_list_owned(*, user) -> QuerySet[Release]:
     return Release.objects.filter(created_by=user).select_related("series", "dataset")
 
 
-def release_list_published(*, search: str | None = None) -> QuerySet[Release]:
+def release_list_published(
+    *,
+    search: str | None = None,
+    kind: str | None = None,
+    since: date | None = None,
+    until: date | None = None,
+) -> QuerySet[Release]:
+    """Published versions, newest first; ``search`` matches a title or a statistic's column
+    (any text of the published queries), ``kind`` the definition, ``since`` and ``until`` the
+    publication day in UTC (inclusive)."""
     releases = (
         Release.objects.filter(status=Release.Status.PUBLISHED)
         .select_related("series")
@@ -95,7 +106,17 @@ def release_list_published(*, search: str | None = None) -> QuerySet[Release]:
         .order_by("-published_at", "-id")
     )
     if search:
-        releases = releases.filter(title__icontains=search)
+        releases = releases.annotate(queries_text=Cast("queries", TextField())).filter(
+            Q(title__icontains=search) | Q(queries_text__icontains=search)
+        )
+    if kind:
+        releases = releases.filter(definition__kind=kind)
+    if since:
+        releases = releases.filter(published_at__gte=datetime.combine(since, time.min, UTC))
+    if until and until < date.max:  # the last day there is has no day after it to compare with
+        releases = releases.filter(
+            published_at__lt=datetime.combine(until + timedelta(days=1), time.min, UTC)
+        )
     return releases
 
 

@@ -3,6 +3,7 @@
 import itertools
 import json
 import math
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -15,10 +16,26 @@ from privacy_engine import EngineValidationError, NumericColumn, format_number
 from privacy_engine.kinds.range_histogram import bin_edges, range_sum
 from releases import selectors
 from releases.apis.throttles import RangeQueryThrottle
-from releases.parsing import audit_filters_parse, range_params_parse, text_param_problem
+from releases.parsing import (
+    audit_filters_parse,
+    catalog_filters_parse,
+    range_params_parse,
+)
 from releases.services.audit import AuditAction, audit_chain_verify
 
 CATALOG_PAGE_SIZE = 10
+# How the catalog page names its filters in error messages, and the definitions it offers.
+CATALOG_FIELD_NAMES = {
+    "q": "The search",
+    "kind": "The privacy definition",
+    "since": "The first day",
+    "until": "The last day",
+}
+CATALOG_KIND_NAMES = [
+    ("pure_dp", "ε-differential privacy"),
+    ("approx_dp", "(ε, δ)-differential privacy"),
+    ("blowfish", "Blowfish privacy"),
+]
 AUDIT_PAGE_SIZE = 50
 
 
@@ -28,15 +45,30 @@ def home(request):
 
 
 def catalog_list(request):
-    search = request.GET.get("q", "").strip()
-    problem = text_param_problem(search)
-    errors = [] if problem is None else [f"The search {problem}."]
-    if errors:
-        search = ""
-    page = Paginator(
-        selectors.release_list_published(search=search or None), CATALOG_PAGE_SIZE
-    ).get_page(request.GET.get("page"))
-    return render(request, "catalog/list.html", {"page": page, "search": search, "errors": errors})
+    filters, problems = catalog_filters_parse(request.GET, "q")
+    errors = [f"{CATALOG_FIELD_NAMES[name]} {' '.join(texts)}." for name, texts in problems.items()]
+    page = Paginator(selectors.release_list_published(**filters), CATALOG_PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    # The filters as the page's links keep them (only the valid ones).
+    kept = {
+        name: str(filters[key])
+        for name, key in (("q", "search"), ("kind", "kind"), ("since", "since"), ("until", "until"))
+        if filters[key]
+    }
+    return render(
+        request,
+        "catalog/list.html",
+        {
+            "page": page,
+            "search": filters["search"] or "",
+            "filters": kept,
+            "filtered": bool(kept),
+            "query_string": urlencode(kept),
+            "kinds": CATALOG_KIND_NAMES,
+            "errors": errors,
+        },
+    )
 
 
 def plotly_text(text: str) -> str:

@@ -31,9 +31,9 @@ from releases.apis.throttles import RangeQueryThrottle
 from releases.models import MICRODATA_PREFIX, Dataset, Release
 from releases.parsing import (
     audit_filters_parse,
+    catalog_filters_parse,
     parse_finite_number,
     range_params_parse,
-    text_param_problem,
 )
 from releases.services.audit import AuditAction, audit_chain_verify, audit_record
 from releases.services.datasets import dataset_create, dataset_schema_update
@@ -304,11 +304,10 @@ class CatalogListApi(APIView):
     permission_classes = [AllowAny]
 
     def get(self, request):
-        search = request.query_params.get("search")
-        problem = None if search is None else text_param_problem(search)
-        if problem is not None:
-            raise ValidationFailed({"search": [problem]})
-        releases = selectors.release_list_published(search=search)
+        filters, errors = catalog_filters_parse(request.query_params, "search")
+        if errors:
+            raise ValidationFailed(errors)
+        releases = selectors.release_list_published(**filters)
         return _paginate(self, request, releases, lambda r: catalog_entry(r, request))
 
 
