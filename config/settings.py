@@ -49,6 +49,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "accounts",
     "releases",
 ]
@@ -238,6 +240,18 @@ REST_FRAMEWORK = {
     # pick its address by a header; behind a proxy that does not append, keep 0.
     "NUM_PROXIES": env.int("NUM_PROXIES", default=0),
     "EXCEPTION_HANDLER": "releases.apis.errors.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Guided data release API",
+    "DESCRIPTION": "Publish statistics of sensitive tables under formal privacy guarantees. "
+    "Errors are {detail, errors?: {field: [messages]}}; see README.md.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI's files from drf-spectacular-sidecar, served by the app itself.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 CELERY_BROKER_URL = env.str(

@@ -6,6 +6,8 @@ import re
 from django.conf import settings
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -27,6 +29,7 @@ from privacy_engine.guidance import HARM_EPSILON, RELEASES_FACTOR, suggest_start
 from releases import selectors
 from releases.apis.pagination import Pagination
 from releases.apis.parsers import FormParser, JSONParser, MultiPartParser
+from releases.apis.schema import CATALOG_FILTERS, PAGE, documented, query
 from releases.apis.throttles import RangeQueryThrottle
 from releases.models import MICRODATA_PREFIX, Dataset, Release
 from releases.parsing import (
@@ -174,6 +177,7 @@ class TokenObtainApi(APIView):
         username = serializers.CharField()
         password = serializers.CharField(trim_whitespace=False)
 
+    @documented("An API token for a user name and password", request=InputSerializer)
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -186,6 +190,14 @@ class TokenObtainApi(APIView):
         return Response({"token": key})
 
 
+@extend_schema_view(
+    get=documented("Datasets you may see", parameters=PAGE, operation_id="datasets_list"),
+    post=documented(
+        "Upload a CSV table (multipart: name, file, budget_epsilon)",
+        ok=201,
+        request=OpenApiTypes.OBJECT,
+    ),
+)
 class DatasetListApi(APIView):
     parser_classes = [MultiPartParser, FormParser]
 
@@ -209,6 +221,7 @@ class DatasetListApi(APIView):
         return Response(dataset_data(dataset), status=status.HTTP_201_CREATED)
 
 
+@extend_schema_view(get=documented("A dataset: its schema, status and budget (never rows)"))
 class DatasetDetailApi(APIView):
     """One dataset with its budget ledger; compliance gets metadata only, never rows."""
 
@@ -232,6 +245,9 @@ class DatasetDetailApi(APIView):
         return Response({**dataset_data_for(dataset, request.user), "ledger_entries": ledger})
 
 
+@extend_schema_view(
+    put=documented("Declare a dataset's public schema", request=OpenApiTypes.OBJECT)
+)
 class DatasetSchemaApi(APIView):
     permission_classes = [IsCurator]
     parser_classes = [JSONParser]
@@ -244,6 +260,12 @@ class DatasetSchemaApi(APIView):
         return Response(dataset.schema)
 
 
+@extend_schema_view(
+    get=documented("Your releases", parameters=PAGE, operation_id="releases_list"),
+    post=documented(
+        "Draft a release: definition and queries, previewed", ok=201, request=OpenApiTypes.OBJECT
+    ),
+)
 class ReleaseListApi(APIView):
     permission_classes = [IsCurator]
     parser_classes = [JSONParser]
@@ -269,6 +291,7 @@ class ReleaseListApi(APIView):
         return Response(release_data(release, request), status=status.HTTP_201_CREATED)
 
 
+@extend_schema_view(get=documented("A release of yours: status, progress, preview"))
 class ReleaseDetailApi(APIView):
     permission_classes = [IsCurator]
 
@@ -277,6 +300,7 @@ class ReleaseDetailApi(APIView):
         return Response(release_data(release, request))
 
 
+@extend_schema_view(post=documented("Reserve the budget and queue the release", ok=202))
 class ReleaseSubmitApi(APIView):
     permission_classes = [IsCurator]
 
@@ -288,6 +312,9 @@ class ReleaseSubmitApi(APIView):
         )
 
 
+@extend_schema_view(
+    post=documented("Queue again a release that failed after its answers were stored", ok=202)
+)
 class ReleasePublishAgainApi(APIView):
     permission_classes = [IsCurator]
 
@@ -299,6 +326,9 @@ class ReleasePublishAgainApi(APIView):
         )
 
 
+@extend_schema_view(
+    get=documented("Published versions, newest first", parameters=CATALOG_FILTERS + PAGE)
+)
 class CatalogListApi(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
@@ -311,6 +341,7 @@ class CatalogListApi(APIView):
         return _paginate(self, request, releases, lambda r: catalog_entry(r, request))
 
 
+@extend_schema_view(get=documented("A published version with its statistics"))
 class CatalogVersionApi(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
@@ -339,6 +370,15 @@ def catalog_range_cache_key(request, slug: str, version: int, position: int) -> 
     return [slug, version, position, bounds, errors, request.GET.get("format")]
 
 
+@extend_schema_view(
+    get=documented(
+        "A range's answer from a published range histogram",
+        parameters=[
+            query("from", "Lower end, a number", float),
+            query("to", "Upper end, a number", float),
+        ],
+    )
+)
 class CatalogRangeApi(APIView):
     """Any range of a published range histogram: ``?from=20&to=40`` in the column's units;
     rate-limited per client address (429 with Retry-After beyond ``RANGE_QUERY_RATE``)."""
@@ -366,6 +406,7 @@ class CatalogRangeApi(APIView):
         return Response({"statistic": position, **answer})
 
 
+@extend_schema_view(get=documented("Download a published file", binary=True))
 class CatalogFileApi(APIView):
     """Serves a released file only if its release is published; every download is audited."""
 
@@ -398,6 +439,18 @@ class CatalogFileApi(APIView):
         )
 
 
+@extend_schema_view(
+    get=documented(
+        "The audit trail (compliance)",
+        parameters=[
+            query("dataset", "A dataset id", int),
+            query("actor", "A user name"),
+            query("action", "An action, e.g. release.published"),
+            query("since", "ISO-8601 date and time"),
+            *PAGE,
+        ],
+    )
+)
 class AuditEventListApi(APIView):
     permission_classes = [IsCompliance]
 
@@ -425,6 +478,7 @@ class AuditEventListApi(APIView):
         )
 
 
+@extend_schema_view(get=documented("Verify the audit trail's hash chain (compliance)"))
 class AuditVerifyApi(APIView):
     permission_classes = [IsCompliance]
 
@@ -439,6 +493,18 @@ class AuditVerifyApi(APIView):
         )
 
 
+@extend_schema_view(
+    get=documented(
+        "ε, the probability of a truthful answer, odds and group privacy",
+        parameters=[
+            query("epsilon", "ε", float),
+            query("truth_probability", "p in [0.5, 1)", float),
+            query("prior", "A prior probability", float),
+            query("delta", "δ", float),
+            query("group_size", "People in a group", int),
+        ],
+    )
+)
 class TranslateApi(APIView):
     """ε ↔ p (probability of a truthful answer about one person), the odds bound and group
     privacy; public facts only, so anyone may ask. Every parameter is checked here, each naming
@@ -516,6 +582,11 @@ class TranslateApi(APIView):
         )
 
 
+@extend_schema_view(
+    post=documented(
+        "The ε a statistic needs for a target 95% half-width", request=OpenApiTypes.OBJECT
+    )
+)
 class AccuracySolverApi(APIView):
     """Accuracy first: the ε one statistic needs for the 95% half-width the curator can live
     with, on one of the curator's datasets (its declared schema; no data is read)."""
@@ -552,6 +623,16 @@ def _positive_number(value) -> float | None:
     return number if math.isfinite(number) and number > 0 else None
 
 
+@extend_schema_view(
+    get=documented(
+        "A starting ε from two questions",
+        parameters=[
+            query("harm", "How harmful a disclosure would be"),
+            query("releases", "How often the table will be released"),
+            query("declared_size", "Records in the table", int),
+        ],
+    )
+)
 class StartingPointApi(APIView):
     """A suggested starting ε (and δ) from two questions, with its reasoning; no data."""
 
@@ -589,6 +670,7 @@ class StartingPointApi(APIView):
         )
 
 
+@extend_schema_view(get=documented("Each statistic on a simulated table of the declared shape"))
 class ReleaseSimulatedPreviewApi(APIView):
     """A draft's statistics on a simulated table of the declared shape, before and after one
     draw of the noise it would add. Never reads the real data; spends no budget."""
