@@ -1,9 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from accounts import views as account_views
 from releases import curator_views, views
+from releases.apis.schema import SchemaView
 from releases.feeds import NewVersionsFeed, feed_cache_key
 from releases.public_cache import public_cache
 
@@ -49,7 +50,7 @@ urlpatterns = [
     path("api/v1/", include("releases.urls_api")),
     # The OpenAPI 3 schema generated from the views, and its documentation page (its script is
     # a file of its own, so the page has no inline script).
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/schema/", SchemaView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("admin/", admin.site.urls),
 ]

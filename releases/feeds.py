@@ -1,6 +1,8 @@
 """The catalog's Atom feed of new versions (``/catalog/feed/``), by Django's syndication
 framework: feed readers and scripts learn of a new version without polling the catalog."""
 
+import re
+
 from django.contrib.syndication.views import Feed
 from django.urls import reverse
 from django.utils.feedgenerator import Atom1Feed
@@ -15,6 +17,16 @@ DEFINITION_NAMES = {
     "approx_dp": "(ε, δ)-differential privacy",
     "blowfish": "Blowfish privacy",
 }
+
+
+# What XML 1.0 cannot hold: control characters but tab and line ends, surrogates, U+FFFE/U+FFFF.
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` without the characters an XML document cannot hold (titles saved before they
+    were refused): one such character would make the whole feed unreadable."""
+    return NOT_XML.sub("", text)
 
 
 def guarantee_text(definition: dict) -> str:
@@ -45,7 +57,7 @@ class NewVersionsFeed(Feed):
         return selectors.release_list_published()[:FEED_ENTRIES]
 
     def item_title(self, item: Release) -> str:
-        return f"{item.title}, version {item.version}"
+        return xml_text(f"{item.title}, version {item.version}")
 
     def item_description(self, item: Release) -> str:
         statistics = len(item.queries or [])

@@ -9,6 +9,7 @@ from drf_spectacular.utils import (
     extend_schema,
     inline_serializer,
 )
+from drf_spectacular.views import SpectacularAPIView
 from rest_framework import serializers
 
 ERROR = OpenApiResponse(
@@ -57,3 +58,17 @@ CATALOG_FILTERS = [
     query("since", "First publication day, YYYY-MM-DD (UTC, inclusive)"),
     query("until", "Last publication day, YYYY-MM-DD (UTC, inclusive)"),
 ]
+
+
+class SchemaView(SpectacularAPIView):
+    """The schema, its version SPECTACULAR_SETTINGS', in the one language the API speaks.
+    drf-spectacular would take ``lang`` and ``version`` from the query string: any ``lang`` is
+    activated and Django keeps every language it has seen (memory without bound), and
+    ``version`` goes into a header."""
+
+    @extend_schema(exclude=True)  # the schema does not list itself
+    def get(self, request, *args, **kwargs):
+        return self._get_schema_response(request)
+
+    def _get_version_parameter(self, request):
+        return None

@@ -122,6 +122,15 @@ def _series_create(*, user, dataset: Dataset, title: str) -> ReleaseSeries:
     raise Conflict("Could not name the release series; try again.")
 
 
+def _not_a_character(character: str) -> bool:
+    code = ord(character)
+    return (
+        unicodedata.category(character) == "Cs"
+        or 0xFDD0 <= code <= 0xFDEF
+        or code & 0xFFFE == 0xFFFE
+    )
+
+
 def _title_errors(title: Any) -> tuple[str, list[str]]:
     """The trimmed title and what is wrong with it (empty, too long, control characters)."""
     title = title.strip() if isinstance(title, str) else ""
@@ -131,6 +140,9 @@ def _title_errors(title: Any) -> tuple[str, list[str]]:
         return title, ["Use at most 200 characters."]
     if any(unicodedata.category(character) == "Cc" for character in title):
         return title, ["The title must not contain control characters (such as NUL or tab)."]
+    if any(_not_a_character(character) for character in title):
+        # Noncharacters and lone surrogates: no XML document (the Atom feed) may hold them.
+        return title, ["The title must not contain noncharacters (such as U+FFFF)."]
     return title, []
 
 

@@ -53,6 +53,7 @@ from privacy_engine import (
 from privacy_engine.engines import EngineChoice
 from releases.models import (
     MICRODATA_PREFIX,
+    AuditEvent,
     LedgerEntry,
     NoisyAnswer,
     Release,
@@ -598,6 +599,11 @@ def release_fail(*, release_id: int, reason: str, claim_token: str | None = None
         return True
 
 
+# Times one release may be queued again after failing at publication: a failure that three
+# retries did not cure is not a passing one.
+MAX_PUBLISH_AGAIN = 3
+
+
 def release_publish_again(*, release: Release, user) -> Release:
     """Queue again a release that failed after its noisy answers were stored (a publication
     step that ran out of memory or time): the next delivery publishes those answers. No noise is
@@ -608,7 +614,8 @@ def release_publish_again(*, release: Release, user) -> Release:
 
     with transaction.atomic():
         locked = Release.objects.select_for_update().get(pk=release.pk)
-        if locked.status != Release.Status.FAILED or not locked.answers.exists():
+        spent = LedgerEntry.objects.filter(release=locked, state=LedgerEntry.State.SPENT).exists()
+        if locked.status != Release.Status.FAILED or not locked.answers.exists() or not spent:
             raise Conflict(
                 "Only a release that failed after its noisy answers were drawn can be published "
                 "again; this one "
@@ -618,12 +625,33 @@ def release_publish_again(*, release: Release, user) -> Release:
                     else f"is {locked.get_status_display().lower()}."
                 )
             )
+        tries = AuditEvent.objects.filter(
+            action=AuditAction.RELEASE_REQUEUED, object_type="release", object_id=locked.pk
+        ).count()
+        if tries >= MAX_PUBLISH_AGAIN:
+            raise Conflict(
+                f"This release was already published again {tries} times and failed each time: "
+                "its failure will not go away by retrying; submit a new release (with fewer or "
+                "smaller statistics)."
+            )
         reason = locked.failure_reason
         locked.status = Release.Status.QUEUED
         locked.failure_reason = ""
         locked.deliveries = 0
         locked.claim_token = ""
-        locked.save(update_fields=["status", "failure_reason", "deliveries", "claim_token"])
+        # Fresh, so the reaper waits for this delivery rather than take it for a lost message.
+        locked.heartbeat_at = database_now()
+        locked.claimed_at = None
+        locked.save(
+            update_fields=[
+                "status",
+                "failure_reason",
+                "deliveries",
+                "claim_token",
+                "heartbeat_at",
+                "claimed_at",
+            ]
+        )
         audit_record(
             actor=user,
             action=AuditAction.RELEASE_REQUEUED,

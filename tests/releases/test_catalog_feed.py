@@ -95,3 +95,20 @@ def test_the_feed_is_well_formed_with_no_version_published(anonymous_client, db)
 )
 def test_each_definition_reads_as_one_line(definition, text):
     assert guarantee_text(definition) == text
+
+
+def test_a_title_with_a_noncharacter_is_refused_and_the_feed_stays_readable(
+    curator_client, dataset, published
+):
+    refused = curator_client.post(
+        "/api/v1/releases/",
+        body(dataset.pk, "Bad \uffff title", {"kind": "pure_dp", "epsilon": 0.1}),
+        format="json",
+    )
+    assert refused.status_code == 400
+    assert "noncharacters" in " ".join(refused.json()["errors"]["title"])
+
+    # a title saved before the refusal existed is written without the character
+    Release.objects.filter(pk=published[1].pk).update(title="Old \uffff\ufffe title")
+    feed = ET.fromstring(curator_client.get("/catalog/feed/").content)
+    assert feed.find(f"{ATOM}entry").find(f"{ATOM}title").text == "Old  title, version 1"

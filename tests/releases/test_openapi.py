@@ -61,3 +61,18 @@ def test_the_documentation_page_uses_local_assets_and_no_inline_script(anonymous
     assert all(href.startswith("/") and not href.startswith("//") for href in links)
     script = anonymous_client.get(sources[-1])
     assert script.status_code == 200
+
+
+def test_the_schema_ignores_lang_and_version_from_the_query_string(anonymous_client, db):
+    from django.utils.translation import trans_real
+
+    before = len(trans_real._translations)
+    for index in range(20):
+        response = anonymous_client.get("/api/schema/", {"lang": f"x{index}" * 300})
+        assert response.status_code == 200
+    tampered = anonymous_client.get("/api/schema/", {"version": 'a";filename="evil.html\nb'})
+
+    assert len(trans_real._translations) <= before + 1  # no language kept per request
+    assert tampered.status_code == 200
+    assert "evil" not in tampered["Content-Disposition"]
+    assert yaml.safe_load(tampered.content)["info"]["version"] == "1"

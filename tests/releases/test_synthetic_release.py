@@ -7,8 +7,10 @@ import csv
 import io
 import json
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from releases.forms import EdgesTextError, column_edges
 from releases.models import NoisyAnswer, Release
@@ -383,3 +385,44 @@ def test_the_bins_text_of_a_synthetic_row_reads_each_columns_edges(text, columns
 def test_the_bins_text_of_a_synthetic_row_is_refused_naming_what_is_wrong(text, message):
     with pytest.raises(EdgesTextError, match=re.escape(message)):
         column_edges(text, ["ward", "age"])
+
+
+def test_publishing_again_is_capped_and_leaves_the_reaper_nothing_to_redeliver(
+    curator_client, wards, django_capture_on_commit_callbacks, monkeypatch
+):
+    # given a release whose publication fails every time
+    from releases.models import AuditEvent
+    from releases.services import runs
+
+    def always_failing(microdata):
+        raise MemoryError
+
+    monkeypatch.setattr(runs, "synthetic_table", always_failing)
+    body = {"dataset": wards.pk, "title": "Wards", "definition": PURE, "queries": [SYNTHETIC]}
+    created = curator_client.post("/api/v1/releases/", body, format="json").json()
+    url = f"/api/v1/releases/{created['id']}/publish-again/"
+    with django_capture_on_commit_callbacks(execute=True):
+        curator_client.post(f"/api/v1/releases/{created['id']}/submit/")
+
+    # when it is queued again (the reaper running at once after each requeue) until refused
+    answers = []
+    for _ in range(runs.MAX_PUBLISH_AGAIN + 1):
+        Release.objects.filter(pk=created["id"]).update(
+            heartbeat_at=timezone.now() - timedelta(days=30)
+        )
+        with django_capture_on_commit_callbacks(execute=False):
+            response = curator_client.post(url)
+        if response.status_code == 202:
+            assert runs.release_reap_stale(older_than=timedelta(hours=1)) == []
+            with django_capture_on_commit_callbacks(execute=True):
+                runs.release_run(release_id=created["id"], worker="test")
+        answers.append(response.status_code)
+
+    # then three tries are allowed, the fourth refused, and noise was drawn once
+    assert answers == [202, 202, 202, 409]
+    assert "already published again 3 times" in response.json()["detail"]
+    assert NoisyAnswer.objects.filter(release_id=created["id"]).count() == 1
+    assert (
+        AuditEvent.objects.filter(action="task.noise_drawn", object_id=created["id"]).count() == 1
+    )
+    assert not AuditEvent.objects.filter(action="task.redelivered").exists()
