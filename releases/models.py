@@ -179,6 +179,8 @@ class Release(models.Model):
     preview = models.JSONField()
     # The schema the release was planned and run with, frozen at submission.
     schema = models.JSONField(default=dict)
+    # Its statistics' column names, one a line, set at submission: the catalog searches them.
+    columns_text = models.TextField(blank=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT)
     progress = models.FloatField(default=0.0)
     failure_reason = models.TextField(blank=True)

@@ -7,8 +7,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Q, QuerySet, Sum, TextField
-from django.db.models.functions import Cast
+from django.db.models import Q, QuerySet, Sum
 from django.urls import reverse
 
 from accounts.roles import Role, user_has_role
@@ -97,7 +96,7 @@ def release_list_published(
     until: date | None = None,
 ) -> QuerySet[Release]:
     """Published versions, newest first; ``search`` matches a title or a statistic's column
-    (any text of the published queries), ``kind`` the definition, ``since`` and ``until`` the
+    name, ``kind`` the definition, ``since`` and ``until`` the
     publication day in UTC (inclusive)."""
     releases = (
         Release.objects.filter(status=Release.Status.PUBLISHED)
@@ -106,9 +105,7 @@ def release_list_published(
         .order_by("-published_at", "-id")
     )
     if search:
-        releases = releases.annotate(queries_text=Cast("queries", TextField())).filter(
-            Q(title__icontains=search) | Q(queries_text__icontains=search)
-        )
+        releases = releases.filter(Q(title__icontains=search) | Q(columns_text__icontains=search))
     if kind:
         releases = releases.filter(definition__kind=kind)
     if since:

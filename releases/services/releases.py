@@ -490,6 +490,7 @@ def _submit(*, release: Release, user) -> Release:
         )
         locked.status = Release.Status.QUEUED
         locked.schema = dataset.schema
+        locked.columns_text = statistics_columns_text(locked.queries)
         locked.preview = plan.preview()
         locked.epsilon_charged, locked.delta_charged = epsilon, delta
         locked.submitted_at = database_now()
@@ -517,6 +518,16 @@ def _submit(*, release: Release, user) -> Release:
         )
         release_run_task.delay_on_commit(locked.pk)
     return locked
+
+
+def statistics_columns_text(queries: list[dict]) -> str:
+    """The column names the statistics use, one a line, each once (the catalog's search)."""
+    names: list[str] = []
+    for query in queries:
+        if isinstance(query.get("column"), str):
+            names.append(query["column"])
+        names.extend(name for name in query.get("columns") or [] if isinstance(name, str))
+    return "\n".join(dict.fromkeys(names))
 
 
 def series_next_version(series: ReleaseSeries) -> int:

@@ -70,6 +70,9 @@ def test_the_api_filters_by_column_definition_and_dates(anonymous_client, catalo
     assert api_titles(anonymous_client) == ["Policy", "People", "Visits"]
     assert api_titles(anonymous_client, search="sex") == ["People"]  # a statistic's column
     assert api_titles(anonymous_client, search="visit") == ["Visits"]  # a title
+    # never the queries' JSON: keys, kinds and punctuation match nothing
+    for syntax in ('"', "kind", "{", "count", "histogram", "weight"):
+        assert api_titles(anonymous_client, search=syntax) == [], syntax
     assert api_titles(anonymous_client, kind="blowfish") == ["Policy"]
     assert api_titles(anonymous_client, kind="pure_dp") == ["People", "Visits"]
     assert api_titles(anonymous_client, since="2026-03-01") == ["Policy", "People"]
@@ -139,3 +142,17 @@ def test_the_pages_links_keep_the_filters(client, catalog, monkeypatch):
 
     assert '<a href="?kind=pure_dp&amp;since=2026-01-01&amp;page=2">Older →</a>' in first
     assert "<span>Page 1 of 2</span>" in first
+
+
+def test_the_migration_fills_the_column_names_of_releases_submitted_before_it(catalog):
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("releases.migrations.0008_release_columns_text")
+    Release.objects.update(columns_text="")
+
+    migration.fill_columns_text(apps, None)
+
+    assert Release.objects.get(pk=catalog[1].pk).columns_text == "sex"
+    assert Release.objects.get(pk=catalog[0].pk).columns_text == ""  # a count uses no column
