@@ -24,6 +24,15 @@ def migrate(targets):
     return executor.loader.project_state(targets).apps
 
 
+@pytest.fixture(autouse=True)
+def _latest_schema_after():
+    """Every later migration applied again after each test: the tests that follow expect the
+    current schema (serialized_rollback restores rows, not columns)."""
+    yield
+    executor = MigrationExecutor(connection)
+    migrate(executor.loader.graph.leaf_nodes())
+
+
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_legacy_csvs_are_converted_once_and_a_failed_one_keeps_its_csv():
     # given: two datasets stored as CSV before migration 0005, one that no longer parses
