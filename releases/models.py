@@ -270,6 +270,7 @@ class ReleaseFile(models.Model):
     class Format(models.TextChoices):
         CSV = "csv", "CSV"
         JSON = "json", "JSON"
+        PARQUET = "parquet", "Parquet"
 
     release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="files")
     # A Format, or a record-level file's MICRODATA_PREFIX format.

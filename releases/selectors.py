@@ -163,11 +163,12 @@ def release_file_links(*, release: Release) -> list[dict]:
 
 
 def _file_label(file_format: str) -> str:
-    """How a page names a file: CSV, JSON, or the records of statistic N (as CSV or JSON)."""
+    """How a page names a file: CSV, JSON, Parquet, or the records of statistic N (as CSV or
+    JSON)."""
     if file_format.startswith(MICRODATA_PREFIX):
         position, _, extension = file_format.removeprefix(MICRODATA_PREFIX).partition(".")
         return f"records of statistic {int(position) + 1} ({extension.upper()})"
-    return file_format.upper()
+    return "Parquet" if file_format == "parquet" else file_format.upper()
 
 
 def _file_position(file_format: str) -> int | None:

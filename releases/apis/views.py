@@ -428,7 +428,13 @@ class CatalogFileApi(APIView):
             dataset_id=release.dataset_id,
             details={"slug": slug, "version": version, "format": file_format},
         )
-        content_type = "text/csv" if file_format.endswith("csv") else "application/json"
+        content_type = (
+            "text/csv"
+            if file_format.endswith("csv")
+            else "application/vnd.apache.parquet"
+            if file_format.endswith("parquet")
+            else "application/json"
+        )
         return FileResponse(
             release_file.file.open("rb"),
             as_attachment=True,

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -286,11 +287,12 @@ def _coordinate_fields(statistics: list[dict[str, Any]], taken: list[str]) -> di
     return fields
 
 
-def release_csv(statistics: list[dict[str, Any]]) -> bytes:
-    """The published CSV file of one version: one row per published cell, and one per centroid
-    of a k-means statistic (its cluster, size and a coordinate per column, each with its 95%
-    interval, in the columns after CSV_FIELDS; ``category`` and ``value`` stay empty)."""
-    out = io.StringIO()
+def release_rows(statistics: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The rows of one version's table files, and their fields: one row per published cell,
+    and one per centroid of a k-means statistic (its cluster, size and a coordinate per column,
+    each with its 95% interval, in the fields after CSV_FIELDS; ``category`` and ``value`` stay
+    empty). Values as computed: the CSV escapes them, the Parquet file types them."""
+    rows: list[dict[str, Any]] = []
     has_rows = any(isinstance(stat["value"], list) for stat in statistics)
     coordinates = _coordinate_fields(statistics, CSV_FIELDS + CSV_CLUSTER_FIELDS)
     fields = CSV_FIELDS + (
@@ -299,14 +301,7 @@ def release_csv(statistics: list[dict[str, Any]]) -> bytes:
         if has_rows
         else []
     )
-    # CRLF (RFC 4180) makes the writer quote any cell holding a CR or LF, so a name with a line
-    # break can never split a row.
-    writer = csv.writer(out, lineterminator="\r\n")
-    # The header is escaped like any other cell: it holds the clustered columns' names.
-    writer.writerow([_csv_cell(field) for field in fields])
-
-    def write(row: dict[str, Any]) -> None:
-        writer.writerow([_csv_cell(row.get(field)) for field in fields])
+    write = rows.append
 
     for index, stat in enumerate(statistics):
         common = {
@@ -366,7 +361,45 @@ def release_csv(statistics: list[dict[str, Any]]) -> bytes:
                     **common,
                 }
             )
+    return fields, rows
+
+
+def release_csv(statistics: list[dict[str, Any]]) -> bytes:
+    """The published CSV file of one version (:func:`release_rows`), every text cell escaped
+    against spreadsheet formulas."""
+    fields, rows = release_rows(statistics)
+    out = io.StringIO()
+    # CRLF (RFC 4180) makes the writer quote any cell holding a CR or LF, so a name with a line
+    # break can never split a row.
+    writer = csv.writer(out, lineterminator="\r\n")
+    # The header is escaped like any other cell: it holds the clustered columns' names.
+    writer.writerow([_csv_cell(field) for field in fields])
+    for row in rows:
+        writer.writerow([_csv_cell(row.get(field)) for field in fields])
     return out.getvalue().encode()
+
+
+def _column(values: list[Any]) -> pa.Array:
+    """One Parquet column: numbers (whole ones as int64) when every value is a number or
+    missing, else text."""
+    present = [v for v in values if v is not None]
+    numbers = all(isinstance(v, int | float | Decimal) and not isinstance(v, bool) for v in present)
+    if numbers and all(isinstance(v, int) for v in present):
+        return pa.array(values, type=pa.int64())
+    if numbers:
+        return pa.array([None if v is None else float(v) for v in values], type=pa.float64())
+    return pa.array([None if v is None else str(v) for v in values], type=pa.string())
+
+
+def release_parquet(statistics: list[dict[str, Any]]) -> bytes:
+    """The published Parquet file of one version: the CSV's rows and fields
+    (:func:`release_rows`), each column typed (numbers as numbers, missing as null) and no
+    text escaped (no spreadsheet reads Parquet as formulas)."""
+    fields, rows = release_rows(statistics)
+    table = pa.table({field: _column([row.get(field) for row in rows]) for field in fields})
+    out = io.BytesIO()
+    pq.write_table(table, out)
+    return out.getvalue()
 
 
 def microdata_file_format(position: int, extension: str) -> str:
@@ -516,6 +549,7 @@ def _publish(release_id: int, claim_token: str) -> None:
         contents = {
             ReleaseFile.Format.CSV: release_csv(statistics),
             ReleaseFile.Format.JSON: json.dumps(document, indent=2, ensure_ascii=False).encode(),
+            ReleaseFile.Format.PARQUET: release_parquet(statistics),
             **microdata_files(statistics, tables),
         }
         for file_format, content in contents.items():

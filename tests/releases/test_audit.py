@@ -323,7 +323,7 @@ def test_event_list_filters_by_action(full_flow, compliance_client):
     assert event["object_id"] == str(full_flow["release"])
     assert event["details"]["slug"] == Release.objects.get(pk=full_flow["release"]).series.slug
     assert event["details"]["version"] == 1
-    assert set(event["details"]["files"]) == {"csv", "json"}
+    assert set(event["details"]["files"]) == {"csv", "json", "parquet"}
 
 
 def test_event_list_filters_by_since(compliance_client):

@@ -1124,12 +1124,12 @@ def test_version_page_shows_statistics_downloads_and_the_guarantee(client, publi
         "Sum of age",
         "Mean of age",
     ]
-    for file_format in ("csv", "json"):
+    for file_format, label in (("csv", "CSV"), ("json", "JSON"), ("parquet", "Parquet")):
         url = reverse(
             "api-catalog-file",
             kwargs={"slug": published.series.slug, "version": 1, "file_format": file_format},
         )
-        assert f'<a class="button" href="{url}" download>Download {file_format.upper()}</a>' in page
+        assert f'<a class="button" href="{url}" download>Download {label}</a>' in page
     assert "<h2>What this guarantee means</h2>" in page
     assert "<strong>ε-differential privacy with ε = 0.5</strong>" in page
     charts = json_script(page, "chart-data")

@@ -89,7 +89,7 @@ def test_under_blowfish_the_file_has_a_row_per_record_and_shares_with_intervals(
     share = statistic["value"]["yes"]
     assert (low, high) == pytest.approx((max(0, share - halfwidth), min(1, share + halfwidth)))
     # and both files hold exactly those reports, a row each, in a random order
-    assert formats == {"csv", "json", "microdata-1.csv", "microdata-1.json"}
+    assert formats == {"csv", "json", "parquet", "microdata-1.csv", "microdata-1.json"}
     assert records["Content-Type"] == "text/csv"
     rows = list(csv.reader(io.StringIO(b"".join(records).decode())))
     assert rows[0] == ["smoker"]

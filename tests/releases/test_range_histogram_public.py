@@ -67,7 +67,7 @@ def test_the_version_api_leaves_the_bins_of_a_large_histogram_to_the_files(anony
     assert statistic["ci95"] is None
     assert "cells" not in statistic
     assert statistic["tree"]["bins"] == 65_536
-    assert {f["format"] for f in response.json()["files"]} == {"csv", "json"}
+    assert {f["format"] for f in response.json()["files"]} == {"csv", "json", "parquet"}
     # and the range URL it names answers a range
     assert statistic["range_url"].startswith("http://testserver/api/v1/catalog/")
     answer = anonymous_client.get(statistic["range_url"] + "?from=10&to=20")

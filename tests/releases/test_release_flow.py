@@ -57,7 +57,7 @@ def test_submitted_release_is_published_with_files_and_spent_budget(
     assert catalog["count"] == 1
     entry = catalog["results"][0]
     assert entry["slug"] == published.series.slug
-    assert {f["format"] for f in entry["files"]} == {"csv", "json"}
+    assert {f["format"] for f in entry["files"]} == {"csv", "json", "parquet"}
 
     version = anonymous_client.get(f"/api/v1/catalog/{entry['slug']}/versions/1/").json()
     stats = version["statistics"]

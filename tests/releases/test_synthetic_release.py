@@ -82,6 +82,7 @@ def test_the_rows_are_published_in_files_and_the_statistic_stays_small(
     assert {f["format"] for f in version["files"]} == {
         "csv",
         "json",
+        "parquet",
         "microdata-1.csv",
         "microdata-1.json",
     }
