@@ -1,6 +1,6 @@
 """Uniform random bits from the operating system (DESIGN.md rule 2), for the engine's exact
 integer sampling outside OpenDP's samplers (randomized response's reports, a synthetic table's
-rows). Never ``random`` or ``numpy.random``.
+rows), never a seeded pseudo-random generator (Python's or numpy's).
 
 A :data:`ByteSource` is one small function, injected where tests substitute deterministic bytes.
 """

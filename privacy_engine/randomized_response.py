@@ -20,7 +20,7 @@ lowering p only lowers the likelihood ratio, so ε-DP still holds, and ``epsilon
 map. At ε = ln 3, k = 2, p = 3/4 is dyadic and p' = p: the encyclopaedia's two coins exactly
 (P(yes | A) = 3/4, P(yes | not A) = 1/4, estimated share 2·(share of yes) − 1/2).
 
-Exact sampling (DESIGN.md rule 2). No floating point and no ``numpy.random``: a record keeps its
+Exact sampling (DESIGN.md rule 2). No floating point and no seeded generator: a record keeps its
 category when a uniform 32-bit integer is below T (probability exactly p'); a replacement is a
 uniform 16-bit integer, rejected and redrawn unless it is below the largest multiple of k − 1 that
 16 bits hold (so reducing it modulo k − 1 has no bias), then shifted past the true category.

@@ -119,17 +119,17 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def manage(env: dict[str, str], *args: str) -> str:
+def _python(env: dict[str, str], *args: str) -> str:
+    """``python *args`` in the project's folder; its output, after asserting it succeeded."""
     result = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    return _python(env, "manage.py", *args)
 
 
 def manage_in_one_process(env: dict[str, str], *commands: tuple[str, ...]) -> None:
@@ -142,15 +142,7 @@ def manage_in_one_process(env: dict[str, str], *commands: tuple[str, ...]) -> No
         "for command in json.loads(sys.argv[1]):\n"
         "    call_command(*command)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script, json.dumps(commands)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    _python(env, "-c", script, json.dumps(commands))
 
 
 def base_env(tmp_path: Path) -> dict[str, str]:

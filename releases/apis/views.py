@@ -169,6 +169,11 @@ def catalog_entry(release: Release, request) -> dict:
     }
 
 
+def _queued(release: Release) -> Response:
+    """The answer to a request that queued a release for a worker."""
+    return Response({"id": release.pk, "status": release.status}, status=status.HTTP_202_ACCEPTED)
+
+
 class TokenObtainApi(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
@@ -306,10 +311,7 @@ class ReleaseSubmitApi(APIView):
 
     def post(self, request, release_id: int):
         release = get_object_or_404(selectors.release_list_owned(user=request.user), pk=release_id)
-        release = release_submit(release=release, user=request.user)
-        return Response(
-            {"id": release.pk, "status": release.status}, status=status.HTTP_202_ACCEPTED
-        )
+        return _queued(release_submit(release=release, user=request.user))
 
 
 @extend_schema_view(
@@ -320,10 +322,7 @@ class ReleasePublishAgainApi(APIView):
 
     def post(self, request, release_id: int):
         release = get_object_or_404(selectors.release_list_owned(user=request.user), pk=release_id)
-        release = release_publish_again(release=release, user=request.user)
-        return Response(
-            {"id": release.pk, "status": release.status}, status=status.HTTP_202_ACCEPTED
-        )
+        return _queued(release_publish_again(release=release, user=request.user))
 
 
 @extend_schema_view(

@@ -11,6 +11,7 @@ from decimal import Decimal
 import numpy as np
 import pandas as pd
 import pytest
+from test_kmeans import Recording
 
 from privacy_engine import plan_release, run_queries, schema_from_dict
 from privacy_engine.aggregates import finish, partial
@@ -45,17 +46,6 @@ def frame_of(points: np.ndarray, names=("x", "y")) -> pd.DataFrame:
     return pd.DataFrame(
         {name: [repr(float(v)) for v in points[:, i]] for i, name in enumerate(names)}
     )
-
-
-class Recording:
-    """No noise, and every measurement a release draws from, in order."""
-
-    def __init__(self):
-        self.measurements = []
-
-    def sample(self, measurement, value):
-        self.measurements.append(measurement)
-        return value
 
 
 class Spy:
