@@ -536,7 +536,9 @@ def _publish(release_id: int, claim_token: str) -> None:
     started = time.perf_counter()
     # Synthetic rows take seconds to generate: outside the transaction (post-processing of the
     # stored answers; a retried delivery generates new rows, nothing having been published).
-    tables = synthetic_tables(release_answer_statistics(release=Release.objects.get(pk=release_id)))
+    queued = Release.objects.get(pk=release_id)
+    needs_rows = any(query.get("kind") == "synthetic" for query in queued.queries)
+    tables = synthetic_tables(release_answer_statistics(release=queued)) if needs_rows else {}
     with transaction.atomic():
         release = _held(release_id, claim_token)
         series = ReleaseSeries.objects.select_for_update().get(pk=release.series_id)
