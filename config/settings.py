@@ -93,7 +93,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         # server read while the other writes.
         "transaction_mode": "IMMEDIATE",
         "timeout": 30,
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        # recursive_triggers: an INSERT OR REPLACE deletes the row it replaces, and only with
+        # it on does that delete fire the DELETE triggers that keep a published version
+        # immutable (releases/immutability.py).
+        "init_command": (
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA recursive_triggers=ON;"
+        ),
     }
     # Tests use a file, not memory, so a real worker process can share the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
@@ -127,6 +132,13 @@ STORAGES = {
 PRIVATE_STORAGE_ROOT = Path(env.str("PRIVATE_STORAGE_ROOT", default=str(VAR_DIR / "private")))
 RELEASE_STORAGE_ROOT = Path(env.str("RELEASE_STORAGE_ROOT", default=str(VAR_DIR / "releases")))
 MEDIA_ROOT = VAR_DIR / "media"
+# The installation's Ed25519 private key (PEM, mode 0600), which signs every version's metadata
+# file; generated on first use. Outside every served or storage directory. Back it up: a lost key
+# means new versions are signed by a new one that old signatures do not match. Every web server
+# and worker must read the same file (several machines: set this to a shared secret file).
+SIGNING_KEY_PATH = Path(
+    env.str("SIGNING_KEY_PATH", default=str(VAR_DIR / "keys" / "release-signing.pem"))
+)
 # S3-compatible object storage for uploads, tables and released files, so web servers and workers
 # on several machines share them: set OBJECT_STORAGE_BUCKET (and the endpoint for a non-AWS store).
 # Without it both stores are the directories above.
@@ -206,6 +218,9 @@ CATALOG_MAX_INLINE_BINS = env.int("CATALOG_MAX_INLINE_BINS", default=1024)
 # costs up to about 0.1 s of CPU and a query string bypasses the public cache. Counted per window
 # of the rate's period in CACHES["throttle"].
 RANGE_QUERY_RATE = env.str("RANGE_QUERY_RATE", default="120/min")
+# API requests one anonymous client address may make (releases/apis/throttles.py), beyond what the
+# public cache answers: a 429 with Retry-After past it.
+ANONYMOUS_API_RATE = env.str("ANONYMOUS_API_RATE", default="300/min")
 if CACHES["throttle"]["BACKEND"].endswith("LocMemCache"):
     CACHES["throttle"].update(LOCATION="throttle", OPTIONS={"MAX_ENTRIES": 100_000})
 DEFAULT_BUDGET_EPSILON = env.str("DEFAULT_BUDGET_EPSILON", default="1.0")
@@ -221,6 +236,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_THROTTLE_CLASSES": ["releases.apis.throttles.AnonymousApiThrottle"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # Bounded parsers: a body can neither crash the server (deep JSON) nor exhaust its memory.
     "DEFAULT_PARSER_CLASSES": [

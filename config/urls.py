@@ -3,8 +3,9 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from accounts import views as account_views
-from releases import curator_views, views
+from releases import card_views, curator_views, ledger_views, version_views, views
 from releases.apis.schema import SchemaView
+from releases.apis.versions import catalog_diff_cache_key
 from releases.feeds import NewVersionsFeed, feed_cache_key
 from releases.public_cache import public_cache
 
@@ -23,10 +24,38 @@ urlpatterns = [
         public_cache(views.catalog_version, key=views.catalog_version_cache_key),
         name="catalog-version",
     ),
+    path(
+        "catalog/<slug:slug>/v<int:version>/card/",
+        public_cache(card_views.release_card, key=card_views.release_card_cache_key),
+        name="catalog-version-card",
+    ),
+    path(
+        "catalog/<slug:slug>/diff/",
+        public_cache(version_views.catalog_diff, key=catalog_diff_cache_key),
+        name="catalog-diff",
+    ),
     path("audit/", views.audit_page, name="audit"),
     path("datasets/", curator_views.dataset_list, name="datasets"),
     path("datasets/new/", curator_views.dataset_upload, name="dataset-upload"),
     path("datasets/<int:pk>/", curator_views.dataset_detail, name="dataset-detail"),
+    path("datasets/<int:pk>/ledger/", ledger_views.dataset_ledger, name="dataset-ledger"),
+    path(
+        "datasets/<int:pk>/ledger/request/",
+        ledger_views.budget_increase_request_view,
+        name="budget-increase-request",
+    ),
+    path(
+        "budget-increases/<int:pk>/approve/",
+        ledger_views.budget_increase_decide_view,
+        {"decision": "approve"},
+        name="budget-increase-approve",
+    ),
+    path(
+        "budget-increases/<int:pk>/reject/",
+        ledger_views.budget_increase_decide_view,
+        {"decision": "reject"},
+        name="budget-increase-reject",
+    ),
     path(
         "datasets/<int:dataset_pk>/releases/new/", curator_views.wizard_start, name="wizard-start"
     ),
@@ -47,6 +76,16 @@ urlpatterns = [
         curator_views.release_publish_again_view,
         name="release-publish-again",
     ),
+    path(
+        "releases/<int:pk>/withdraw/",
+        version_views.release_withdraw_view,
+        name="release-withdraw",
+    ),
+    path(
+        "releases/<int:pk>/new-version/",
+        version_views.release_new_version_view,
+        name="release-new-version",
+    ),
     path("api/v1/", include("releases.urls_api")),
     # The OpenAPI 3 schema generated from the views, and its documentation page (its script is
     # a file of its own, so the page has no inline script).
@@ -54,3 +93,5 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("admin/", admin.site.urls),
 ]
+
+handler404 = "releases.apis.errors.not_found"

@@ -88,6 +88,52 @@ def ledger_delta(value: Decimal) -> Decimal:
         return rounded.quantize(DELTA_PLACES, rounding=ROUND_CEILING).normalize()
 
 
+def ledger_conversion(*, definition_kind: str, ledger_kind: str) -> str | None:
+    """In words, the conversion :func:`ledger_charge` applies to a release under the definition
+    named ``definition_kind`` (``pure_dp``, ``approx_dp``, ``blowfish``) on a ledger of
+    ``ledger_kind``, or None when the ledger charges the release as composed. The one source of
+    these words: the ledger's rows, its page and the wizard's charge all show them."""
+    if ledger_kind == BLOWFISH and definition_kind == PureDP.kind:
+        return "ε-DP on a Blowfish ledger: charged 2ε"
+    if ledger_kind == BLOWFISH and definition_kind == ApproxDP.kind:
+        return "(ε, δ)-DP on a Blowfish ledger: charged 2ε and (1 + e^ε)·δ"
+    return None
+
+
+def ledger_rule(*, definition_kind: str, ledger_kind: str) -> str:
+    """The conversion's words, or how a release without one is charged."""
+    conversion = ledger_conversion(definition_kind=definition_kind, ledger_kind=ledger_kind)
+    if conversion is not None:
+        return conversion
+    if definition_kind == Blowfish.kind:
+        return "Blowfish release on its own policy's ledger: charged as composed"
+    return "differential-privacy ledger: charged as composed"
+
+
+LEDGER_RULES = (
+    "an ε-DP release on a Blowfish ledger is charged 2ε, and an (ε, δ)-DP one 2ε and "
+    "(1 + e^ε)·δ (replacing a record is removing one and adding another); a Blowfish release "
+    "cannot be charged to a differential-privacy ledger, nor to another policy's"
+)
+
+
+def ledger_spends_delta(ledger_kind: str | None) -> bool:
+    """Whether a release on a ledger of ``ledger_kind`` (empty or None: not fixed yet) can be
+    charged δ, so that raising its δ budget means something. Read off :func:`ledger_charge`: a
+    differential-privacy ledger charges an (ε, δ)-DP release its δ, and a Blowfish ledger
+    charges one (1 + e^ε)·δ (though a Blowfish release itself spends no δ)."""
+    if not ledger_kind:
+        return True
+    probe = ApproxDP(epsilon=1.0, delta=1e-9)
+    try:
+        _, delta = ledger_charge(
+            definition=probe, epsilon=Decimal(1), delta=Decimal("1e-9"), ledger=Ledger(ledger_kind)
+        )
+    except IncompatibleLedger:
+        return False
+    return delta > 0
+
+
 def ledger_charge(
     *, definition: Definition, epsilon: Decimal, delta: Decimal, ledger: Ledger
 ) -> tuple[Decimal, Decimal]:

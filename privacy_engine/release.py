@@ -62,14 +62,27 @@ from privacy_engine.sensitivity import missing_is_public
 MAX_QUERIES = 100
 
 
+def exact_sum(values: Sequence[float]) -> Decimal:
+    """The exact sum of the floats' own values (each float's exact binary value, as a Decimal),
+    unrounded: the privacy maps' ε (or δ) that :attr:`ReleasePlan.epsilon_spent` rounds up."""
+    with localcontext() as ctx:
+        # A sum of floats has at most 309 digits before the point and 1074 after it: with
+        # this many, no addition rounds (Inexact would raise).
+        ctx.prec = 2200
+        ctx.traps[Inexact] = True
+        return sum((Decimal(v) for v in values), Decimal(0))
+
+
 def _exact_sum(values: Sequence[float], *, delta: bool = False) -> Decimal:
+    """:func:`exact_sum` rounded up as the ledger records it (ε to 12 places, δ to 15
+    significant digits), so the ledger never charges less than the maps report."""
+    total = exact_sum(values)
+    if total == 0:
+        return Decimal(0)
+    if delta:
+        return ledger_delta(total)
     with localcontext() as ctx:
         ctx.prec = 200
-        total = sum((Decimal(v) for v in values), Decimal(0))
-        if total == 0:
-            return Decimal(0)
-        if delta:
-            return ledger_delta(total)
         return total.quantize(LEDGER_PLACES, rounding=ROUND_CEILING)
 
 

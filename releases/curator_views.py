@@ -60,6 +60,7 @@ from releases.services.releases import (
 )
 from releases.services.runs import release_publish_again
 from releases.services.suggestions import dataset_schema_suggest
+from releases.services.versions import version_next_number
 
 WIZARD_STEPS = [
     ("privacy", "Privacy"),
@@ -247,7 +248,9 @@ def dataset_detail(request, pk: int):
     )
 
 
-def _owned_draft(request, pk: int) -> Release:
+def owned_release_get(request, pk: int) -> Release:
+    """One of the signed-in curator's releases, whatever its status (draft to published);
+    404 for anyone else's."""
     return get_object_or_404(selectors.release_list_owned(user=request.user), pk=pk)
 
 
@@ -460,7 +463,7 @@ def wizard_start(request, dataset_pk: int):
 
 
 def _draft_or_status(request, pk: int):
-    release = _owned_draft(request, pk)
+    release = owned_release_get(request, pk)
     if release.status != Release.Status.DRAFT:
         return release, redirect("release-status", pk=release.pk)
     return release, None
@@ -743,6 +746,8 @@ def wizard_confirm(request, pk: int):
     context.update(
         {
             "charge": charge,
+            # Set for a draft in a series that already has versions: it will be the next one.
+            "next_version": version_next_number(release=release),
             "data_columns": data_columns,
             "rows": [
                 {**entry, "label": STATISTIC_LABELS[entry["kind"]]} for entry in charge["preview"]
@@ -754,7 +759,7 @@ def wizard_confirm(request, pk: int):
 
 @curator_required
 def release_status(request, pk: int):
-    release = _owned_draft(request, pk)
+    release = owned_release_get(request, pk)
     return render(
         request,
         "curator/release_status.html",
@@ -779,7 +784,7 @@ def release_status(request, pk: int):
 @require_POST
 def release_publish_again_view(request, pk: int):
     """The status page's "Publish again" button (see release_publish_again)."""
-    release = _owned_draft(request, pk)
+    release = owned_release_get(request, pk)
     try:
         release_publish_again(release=release, user=request.user)
     except Conflict as refusal:

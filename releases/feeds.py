@@ -1,13 +1,19 @@
 """The catalog's Atom feed of new versions (``/catalog/feed/``), by Django's syndication
-framework: feed readers and scripts learn of a new version without polling the catalog."""
+framework: feed readers and scripts learn of a new version without polling the catalog.
+
+A withdrawn version keeps its entry, marked: "(withdrawn)" after its title, the date and reason
+first in its summary, and the withdrawal's time as the entry's ``updated``, so readers that
+follow updates see it."""
 
 import re
 
 from django.contrib.syndication.views import Feed
 from django.urls import reverse
 from django.utils.feedgenerator import Atom1Feed
+from django.utils.html import escape
 
 from releases import selectors
+from releases.apis.versions import release_withdrawal
 from releases.models import Release
 
 # Entries in the feed: the newest versions.
@@ -41,7 +47,9 @@ def guarantee_text(definition: dict) -> str:
 
 
 def feed_cache_key(request) -> list[str]:
-    """The feed ignores its query string: one cache entry whatever a client appends."""
+    """The feed ignores its query string: one cache entry whatever a client appends. A
+    withdrawal needs no part here: public_cache adds the catalog's generation, which every
+    publication and withdrawal changes."""
     return ["catalog-feed"]
 
 
@@ -57,15 +65,24 @@ class NewVersionsFeed(Feed):
         return selectors.release_list_published()[:FEED_ENTRIES]
 
     def item_title(self, item: Release) -> str:
-        return xml_text(f"{item.title}, version {item.version}")
+        withdrawn = " (withdrawn)" if release_withdrawal(item) is not None else ""
+        return xml_text(f"{item.title}, version {item.version}{withdrawn}")
 
     def item_description(self, item: Release) -> str:
         statistics = len(item.queries or [])
-        return (
+        withdrawal = release_withdrawal(item)
+        text = (
             f"{statistics} statistic{'s' if statistics != 1 else ''} under "
             f"{guarantee_text(item.definition)}; files: "
             + ", ".join(f.format for f in item.files.all())
         )
+        if withdrawal is not None:
+            text = (
+                f"Withdrawn on {withdrawal.at:%Y-%m-%d}: {withdrawal.reason} "
+                f"(its numbers and files stay as published). {text}"
+            )
+        # An Atom summary is HTML (type="html"): a reason is text, never markup.
+        return escape(xml_text(text))
 
     def item_link(self, item: Release) -> str:
         return reverse(
@@ -76,7 +93,8 @@ class NewVersionsFeed(Feed):
         return item.published_at
 
     def item_updateddate(self, item: Release):
-        return item.published_at
+        withdrawal = release_withdrawal(item)
+        return withdrawal.at if withdrawal is not None else item.published_at
 
     def item_guid(self, item: Release) -> str:
         # Permanent: a version's slug, number and publication date never change.

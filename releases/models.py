@@ -261,6 +261,108 @@ class LedgerEntry(models.Model):
         return f"ε {self.epsilon} {self.state} for release {self.release_id}"
 
 
+class Withdrawal(models.Model):
+    """A published version's withdrawal, with its reason. An insert beside the version, never an
+    update of it: the version's row, numbers and files stay as published (and downloadable)."""
+
+    release = models.OneToOneField(Release, on_delete=models.PROTECT, related_name="withdrawal")
+    withdrawn_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="withdrawals"
+    )
+    reason = models.TextField()
+    at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"withdrawal of release {self.release_id}"
+
+
+class BudgetIncrease(models.Model):
+    """A curator's request to raise a dataset's total budget, with a reason; it takes effect only
+    when a compliance officer (not the requester) approves it."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="budget_increases")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="budget_requests"
+    )
+    requested_at = models.DateTimeField(auto_now_add=True)
+    epsilon = models.DecimalField(**BUDGET_FIELD)
+    delta = models.DecimalField(**DELTA_FIELD, default=Decimal(0))
+    reason = models.TextField()
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="budget_decisions",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    comment = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-requested_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"ε +{self.epsilon} for dataset {self.dataset_id} ({self.status})"
+
+
+class BudgetMovement(models.Model):
+    """One line of a dataset's budget ledger, written once and never edited: the dataset's
+    opening total, a reservation, its spend or refund, or an approved top-up of the total. The
+    ledger page and API list these, with running totals summed from these rows alone."""
+
+    class Kind(models.TextChoices):
+        OPENING = "opening", "Opening budget"
+        RESERVATION = "reservation", "Reservation"
+        SPEND = "spend", "Spend"
+        REFUND = "refund", "Refund"
+        TOP_UP = "top_up", "Top-up"
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="budget_movements")
+    release = models.ForeignKey(
+        Release, on_delete=models.PROTECT, null=True, blank=True, related_name="budget_movements"
+    )
+    increase = models.ForeignKey(
+        BudgetIncrease, on_delete=models.PROTECT, null=True, blank=True, related_name="movements"
+    )
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    actor = models.CharField(max_length=150, help_text="username, or 'system'")
+    at = models.DateTimeField()
+    epsilon = models.DecimalField(**BUDGET_FIELD)
+    delta = models.DecimalField(**DELTA_FIELD, default=Decimal(0))
+    # How the release's statistics were composed into ``epsilon`` (sequential across
+    # statistics, parallel across disjoint cells): shown on every ledger row.
+    composition = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset"],
+                condition=models.Q(kind="opening"),
+                name="budgetmovement_one_opening_per_dataset",
+            ),
+            models.UniqueConstraint(
+                fields=["release"],
+                condition=models.Q(kind="reservation"),
+                name="budgetmovement_one_reservation_per_release",
+            ),
+            models.UniqueConstraint(
+                fields=["release"],
+                condition=models.Q(kind__in=["spend", "refund"]),
+                name="budgetmovement_one_settlement_per_release",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of ε {self.epsilon} on dataset {self.dataset_id}"
+
+
 # A record-level file's format starts so, then the statistic's position and the extension
 # (``microdata-2.csv``): one per statistic that publishes records (randomized response).
 MICRODATA_PREFIX = "microdata-"
@@ -271,6 +373,12 @@ class ReleaseFile(models.Model):
         CSV = "csv", "CSV"
         JSON = "json", "JSON"
         PARQUET = "parquet", "Parquet"
+        # The draft body that re-creates this version's plan (releases/services/signed_metadata).
+        CONFIGURATION = "configuration", "configuration (JSON)"
+        # Machine-readable metadata of the version, listing every other file's SHA-256, and
+        # its Ed25519 signature (base64).
+        METADATA = "metadata", "signed metadata (JSON)"
+        SIGNATURE = "signature", "signature of the metadata"
 
     release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="files")
     # A Format, or a record-level file's MICRODATA_PREFIX format.

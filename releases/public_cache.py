@@ -2,8 +2,9 @@
 
 A response is cached only for an anonymous request with no flash message waiting (nothing
 personal on the page) and only if it is a 200 that sets no cookie; its key is the scheme, host
-and Accept header, what the view will answer (its parsed arguments), and the catalog's
-*generation*, which changes whenever a version is published. The
+and Accept header, the URL pattern that answers (a page and an API endpoint may describe their
+answers alike), what the view will answer (its parsed arguments), and the catalog's
+*generation*, which changes whenever a version is published or withdrawn. The
 generation is one small query per request; with ``PUBLIC_CACHE_GENERATION_SECONDS`` > 0 a
 process reuses it for that long, and a new version then appears on cached pages within that time.
 """
@@ -31,7 +32,10 @@ _generation: dict[str, object] = {"value": None, "read_at": float("-inf")}
 
 
 def catalog_generation() -> str:
-    """How many versions are published, and the latest publication time."""
+    """How many versions are published and withdrawn, and the latest publication time: a
+    withdrawal changes the published pages and API answers of its version and of the lists, so
+    it starts a new generation as a publication does (withdrawals are never deleted, so their
+    count only grows)."""
     now = time.monotonic()
     with _generation_lock:
         if (
@@ -40,9 +44,10 @@ def catalog_generation() -> str:
         ):
             return str(_generation["value"])
     published = Release.objects.filter(status=Release.Status.PUBLISHED).aggregate(
-        count=Count("pk"), latest=Max("published_at")
+        count=Count("pk"), latest=Max("published_at"), withdrawn=Count("withdrawal")
     )
-    value = f"{published['count']}:{published['latest'].isoformat() if published['latest'] else ''}"
+    latest = published["latest"].isoformat() if published["latest"] else ""
+    value = f"{published['count']}:{latest}:{published['withdrawn']}"
     with _generation_lock:
         _generation.update(value=value, read_at=now)
     return value
@@ -78,11 +83,14 @@ def public_cache(view: Callable, *, key: CacheKey | None = None) -> Callable:
         ):
             return view(request, *args, **kwargs)
         asked = request.get_full_path() if key is None else json.dumps(key(request, **kwargs))
+        match = getattr(request, "resolver_match", None)
         raw = "\n".join(
             [
                 request.scheme,
                 request.get_host(),
                 request.headers.get("Accept", ""),
+                # Which URL pattern answers: two views whose keys read alike never share entries.
+                match.route if match is not None else request.path_info,
                 asked,
                 catalog_generation(),
             ]

@@ -19,6 +19,7 @@ from releases.models import (
     LedgerEntry,
     NoisyAnswer,
     Release,
+    ReleaseFile,
 )
 
 # The statistic kind whose page shows a range tool instead of a row per bin.
@@ -100,7 +101,8 @@ def release_list_published(
     publication day in UTC (inclusive)."""
     releases = (
         Release.objects.filter(status=Release.Status.PUBLISHED)
-        .select_related("series")
+        # A withdrawn version is still listed (marked withdrawn): its withdrawal comes along.
+        .select_related("series", "withdrawal")
         .prefetch_related("files")
         .order_by("-published_at", "-id")
     )
@@ -163,11 +165,17 @@ def release_file_links(*, release: Release) -> list[dict]:
 
 
 def _file_label(file_format: str) -> str:
-    """How a page names a file: CSV, JSON, Parquet, or the records of statistic N (as CSV or
-    JSON)."""
+    """How a page names a file: CSV, JSON, Parquet, or the records of statistic N (as CSV,
+    JSON or Parquet)."""
     if file_format.startswith(MICRODATA_PREFIX):
         position, _, extension = file_format.removeprefix(MICRODATA_PREFIX).partition(".")
-        return f"records of statistic {int(position) + 1} ({extension.upper()})"
+        return f"records of statistic {int(position) + 1} ({_file_label(extension)})"
+    if file_format in (
+        ReleaseFile.Format.CONFIGURATION,
+        ReleaseFile.Format.METADATA,
+        ReleaseFile.Format.SIGNATURE,
+    ):
+        return str(ReleaseFile.Format(file_format).label)
     return "Parquet" if file_format == "parquet" else file_format.upper()
 
 

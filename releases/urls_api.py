@@ -1,6 +1,6 @@
 from django.urls import path
 
-from releases.apis import views
+from releases.apis import ledger, signing, versions, views
 from releases.public_cache import public_cache
 
 urlpatterns = [
@@ -45,6 +45,16 @@ urlpatterns = [
         views.CatalogFileApi.as_view(),
         name="api-catalog-file",
     ),
+    path(
+        "catalog/<slug:slug>/versions/<int:version>/withdraw/",
+        versions.CatalogWithdrawApi.as_view(),
+        name="api-catalog-withdraw",
+    ),
+    path(
+        "catalog/<slug:slug>/diff/",
+        public_cache(versions.CatalogDiffApi.as_view(), key=versions.catalog_diff_cache_key),
+        name="api-catalog-diff",
+    ),
     path("audit/events/", views.AuditEventListApi.as_view(), name="api-audit-events"),
     path("translate/", views.TranslateApi.as_view(), name="api-translate"),
     path("guidance/starting-point/", views.StartingPointApi.as_view(), name="api-starting-point"),
@@ -54,4 +64,26 @@ urlpatterns = [
         name="api-release-simulated-preview",
     ),
     path("audit/verify/", views.AuditVerifyApi.as_view(), name="api-audit-verify"),
+    path("signing-key/", signing.SigningKeyApi.as_view(), name="api-signing-key"),
+    path(
+        "datasets/<int:dataset_id>/ledger/",
+        ledger.DatasetLedgerApi.as_view(),
+        name="api-dataset-ledger",
+    ),
+    path(
+        "datasets/<int:dataset_id>/budget-increases/",
+        ledger.DatasetBudgetIncreaseApi.as_view(),
+        name="api-dataset-budget-increases",
+    ),
+    path("budget-increases/", ledger.BudgetIncreaseListApi.as_view(), name="api-budget-increases"),
+    path(
+        "budget-increases/<int:increase_id>/approve/",
+        ledger.BudgetIncreaseApproveApi.as_view(),
+        name="api-budget-increase-approve",
+    ),
+    path(
+        "budget-increases/<int:increase_id>/reject/",
+        ledger.BudgetIncreaseRejectApi.as_view(),
+        name="api-budget-increase-reject",
+    ),
 ]

@@ -14,14 +14,16 @@ from django.shortcuts import render
 from accounts.roles import Role, user_has_role
 from privacy_engine import EngineValidationError, NumericColumn, format_number
 from privacy_engine.kinds.range_histogram import bin_edges, range_sum
-from releases import selectors
+from releases import ledger_selectors, selectors
 from releases.apis.throttles import RangeQueryThrottle
+from releases.apis.versions import permanent_url, release_withdrawal
 from releases.parsing import (
     audit_filters_parse,
     catalog_filters_parse,
     range_params_parse,
 )
 from releases.services.audit import AuditAction, audit_chain_verify
+from releases.services.versions import version_citation
 
 CATALOG_PAGE_SIZE = 10
 # How the catalog page names its filters in error messages, and the definitions it offers.
@@ -326,6 +328,7 @@ def catalog_version(request, slug: str, version: int):
             stat["record_files"] = [f for f in files if f["position"] == index]
             stat["rows_text"] = f"{stat['microdata']['rows']:,}"
     other_versions = selectors.release_list_published().filter(series=release.series)
+    url = permanent_url(release, request)
     return render(
         request,
         "catalog/version.html",
@@ -335,6 +338,9 @@ def catalog_version(request, slug: str, version: int):
             "files": files,
             "charts": _chart_data(statistics),
             "versions": other_versions,
+            "withdrawal": release_withdrawal(release),
+            "permanent_url": url,
+            "citation": version_citation(release=release, url=url),
             # Errors of a range request that no range tool on the page asked.
             "range_errors": errors if position not in ranges else [],
         },
@@ -412,6 +418,9 @@ def audit_page(request):
             "page": page,
             "chain": audit_chain_verify(),
             "datasets": datasets,
+            "pending_increases": ledger_selectors.budget_increase_list(
+                user=request.user, status="pending"
+            ),
             "actions": AuditAction.values,
             "filters": params,
             "errors": errors,

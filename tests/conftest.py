@@ -57,10 +57,41 @@ def _empty_public_cache():
     caches[THROTTLE_CACHE].clear()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _sqlite_flush_like_truncate():
+    """Emptying the test database between transactional tests (Django's flush) removes every
+    row, published versions too, which the immutability triggers (releases/immutability.py)
+    refuse: row by row on SQLite (a DELETE), as a whole on PostgreSQL (a TRUNCATE). The flush
+    alone runs without them: they are dropped and installed again, unchanged, in the flush's own
+    transaction. No test's own write ever runs without them."""
+    from django.db import transaction
+    from django.db.backends.base.operations import BaseDatabaseOperations
+
+    from releases import immutability
+
+    original = BaseDatabaseOperations.execute_sql_flush
+
+    def execute_sql_flush(self, sql_list):
+        if self.connection.vendor not in ("sqlite", "postgresql"):
+            return original(self, sql_list)
+        with transaction.atomic(using=self.connection.alias):
+            present = immutability.installed_triggers(self.connection)
+            immutability.drop_triggers(self.connection, functions=False)
+            original(self, sql_list)
+            if present:
+                immutability.install_triggers(self.connection)
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(BaseDatabaseOperations, "execute_sql_flush", execute_sql_flush)
+    yield
+    patch.undo()
+
+
 @pytest.fixture(autouse=True)
 def _private_dirs(settings, tmp_path):
     settings.PRIVATE_STORAGE_ROOT = tmp_path / "private"
     settings.RELEASE_STORAGE_ROOT = tmp_path / "releases"
+    settings.SIGNING_KEY_PATH = tmp_path / "keys" / "release-signing.pem"
 
 
 @pytest.fixture(scope="session")
@@ -133,6 +164,9 @@ CLINIC_CSV = b"name,age,sex,visits\nAnn,34,F,2\nBob,51,M,0\nCid,29,M,5\nDee,120,
 # The same table with CRLF line ends: other bytes (another SHA-256), so a second upload of it is
 # not refused as a duplicate of CLINIC_CSV.
 CLINIC_CSV_CRLF = CLINIC_CSV.replace(b"\n", b"\r\n")
+
+# The files every published version has (record-level statistics add their own).
+RELEASE_FILE_FORMATS = {"csv", "json", "parquet", "configuration", "metadata", "signature"}
 
 CLINIC_SCHEMA = {
     "columns": {

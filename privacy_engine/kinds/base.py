@@ -249,6 +249,14 @@ class QueryKind(ABC):
         default one per published number."""
         return self.published_cells(query, schema)
 
+    def disjoint_cells(self, query: Any, schema: Schema) -> int | None:
+        """How many cells each of the statistic's mechanisms answers at once when every record
+        falls in at most one of them, or None when its answer is not such a partition.
+
+        Cells of a partition compose in parallel: one draw over all of them costs the
+        mechanism's ε once, not once per cell (the ledger's composition shows this)."""
+        return None
+
     def simulated(self, query: Any, schema: Schema, n: int) -> tuple[Any, Any] | None:
         """The answer on a table of n records spread evenly over the declared shape, never
         built (the declared size may be 10¹⁰): (as shown, as the mechanisms take it), or None

@@ -133,6 +133,10 @@ class HistogramKind(QueryKind):
             return len(column.buckets)
         return len(query.bins or ()) - 1
 
+    def disjoint_cells(self, query: Histogram, schema: Schema) -> int:
+        # A record is counted in one bucket or bin (or, dropped, in none).
+        return self.published_cells(query, schema)
+
     def simulated(
         self, query: Histogram, schema: Schema, n: int
     ) -> tuple[dict[str, int], list[int]]:

@@ -427,6 +427,10 @@ class KMeansKind(QueryKind):
     def published_cells(self, query: KMeans, schema: Schema) -> int:
         return query.k * (len(query.columns) + 1)
 
+    def disjoint_cells(self, query: KMeans, schema: Schema) -> int:
+        # Each iteration's counts and sums are per cluster, and a record is in one cluster.
+        return query.k
+
     def noise_draws(self, query: KMeans, schema: Schema) -> int:
         # Counted before planning, without the ε share: automatic iterations at their most.
         iterations = MAX_AUTOMATIC_ITERATIONS if query.iterations is None else query.iterations

@@ -204,6 +204,12 @@ class MarginalKind(QueryKind):
         rows, columns = (len(side.buckets) for side in _sides(query, schema))
         return rows * columns + rows + columns + 1
 
+    def disjoint_cells(self, query: Marginal, schema: Schema) -> int:
+        # The noise is drawn on the rows × columns cells, a record in at most one; the totals
+        # are sums of those noisy cells (post-processing), not further draws.
+        rows, columns = (len(side.buckets) for side in _sides(query, schema))
+        return rows * columns
+
     def sensitivity(self, query: Marginal, context: PlanContext) -> int:
         return context.rows_per_person * histogram_sensitivity(context.definition)
 

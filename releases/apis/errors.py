@@ -2,6 +2,8 @@
 
 from typing import Any
 
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.defaults import page_not_found
 from rest_framework import status
 from rest_framework.exceptions import ParseError
 from rest_framework.response import Response
@@ -53,3 +55,12 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     elif not (isinstance(response.data, dict) and "detail" in response.data):
         response.data = {"detail": str(response.data)}
     return response
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """Django's 404 (a path no route matches, e.g. ``/api/v1/releases/-1/``): in the API's error
+    shape under /api/, the site's page elsewhere. The path within the site (``path_info``), so
+    a deployment under a prefix (``SCRIPT_NAME``, e.g. ``/data/api/…``) answers the same."""
+    if request.path_info.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=status.HTTP_404_NOT_FOUND)
+    return page_not_found(request, exception)

@@ -1,6 +1,8 @@
 """What the OpenAPI schema (drf-spectacular) says of views that build their answers by hand:
-every answer is a JSON object, errors have one shape, and each query-string parameter is
-named with its meaning. README.md's API table has the fields in full."""
+each success answer's shape (releases.apis.responses), the one shape of errors, and each
+query-string parameter named with its meaning."""
+
+from collections.abc import Sequence
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -24,6 +26,10 @@ ERROR = OpenApiResponse(
     ),
     description="A refusal: `detail`, and `errors` naming each bad field",
 )
+TOO_MANY_REQUESTS = OpenApiResponse(
+    ERROR.response,
+    description="Too many requests from this address: try again after `Retry-After` seconds",
+)
 OBJECT = OpenApiResponse(OpenApiTypes.OBJECT, description="See README.md's API table")
 
 
@@ -35,23 +41,43 @@ def documented(
     summary: str,
     *,
     ok: int = 200,
+    response: object = None,
     parameters: list[OpenApiParameter] | None = None,
     request: object = None,
-    binary: bool = False,
+    files: Sequence[str] = (),
+    throttled: bool = False,
     operation_id: str | None = None,
 ):
-    """One operation: its summary, query parameters, request body and answers."""
-    answer = OpenApiResponse(OpenApiTypes.BINARY, description="The file") if binary else OBJECT
+    """One operation: its summary, query parameters, request body and answers. ``response`` is
+    the success answer's shape (a serializer of releases.apis.responses; the generic object if
+    not given); ``files``, instead, the media types of a file the operation answers (a JSON
+    file is any JSON document, any other bytes); ``throttled`` documents the 429 of an operation
+    open to anonymous clients (the default AnonymousApiThrottle) or otherwise rate-limited."""
+    answers: dict = {}
+    if files:
+        for media_type in files:
+            kind = OpenApiTypes.ANY if media_type == "application/json" else OpenApiTypes.BINARY
+            answers[ok, media_type] = OpenApiResponse(kind, description="The file")
+    elif response is None:
+        answers[ok] = OBJECT
+    else:
+        answers[ok] = OpenApiResponse(response, description=summary)
+    answers |= {status: ERROR for status in (400, 401, 403, 404, 405, 409)}
+    if throttled:
+        answers[429] = TOO_MANY_REQUESTS
     return extend_schema(
         operation_id=operation_id,
         summary=summary,
         parameters=parameters or [],
         request=request,
-        responses={ok: answer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
+        responses=answers,
     )
 
 
-PAGE = [query("page", "Page number, from 1", int)]
+PAGE = [
+    query("page", "Page number, from 1 (or `last`)", int),
+    query("page_size", "Results per page, from 1 (at most 200 are served)", int),
+]
 CATALOG_FILTERS = [
     query("search", "A title or a statistic's column (at most 200 characters)"),
     query("kind", "The privacy definition: pure_dp, approx_dp or blowfish"),

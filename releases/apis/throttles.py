@@ -83,3 +83,22 @@ class RangeQueryThrottle(SimpleRateThrottle):
 
     def wait(self) -> float:
         return max(1.0, self.window_end - time.time())
+
+
+class AnonymousApiThrottle(RangeQueryThrottle):
+    """Every API request of a client that is not logged in, per address, at
+    ``ANONYMOUS_API_RATE`` (e.g. "300/min"): scripts downloading the catalog are welcome, a flood
+    is answered 429 with ``Retry-After`` (DRF sets it from :meth:`wait`). Counted like
+    :class:`RangeQueryThrottle` (fixed window, atomic, hashed address). Answers the public cache
+    serves never reach a view, so they cost nothing and are not counted. Logged-in users are
+    accountable through the audit trail and not limited here."""
+
+    scope = "anonymous"
+
+    def get_rate(self) -> str:
+        return settings.ANONYMOUS_API_RATE
+
+    def allow_request(self, request, view) -> bool:
+        if request.user is not None and request.user.is_authenticated:
+            return True
+        return super().allow_request(request, view)

@@ -27,11 +27,18 @@ from privacy_engine import (
 )
 from privacy_engine.guidance import HARM_EPSILON, RELEASES_FACTOR, suggest_starting_point
 from releases import selectors
+from releases.apis import responses
 from releases.apis.pagination import Pagination
 from releases.apis.parsers import FormParser, JSONParser, MultiPartParser
 from releases.apis.schema import CATALOG_FILTERS, PAGE, documented, query
-from releases.apis.throttles import RangeQueryThrottle
-from releases.models import MICRODATA_PREFIX, Dataset, Release
+from releases.apis.throttles import AnonymousApiThrottle, RangeQueryThrottle
+from releases.apis.versions import (
+    OwnReleaseReadOnlyOncePublished,
+    PublishedVersionReadOnly,
+    citation_data,
+    withdrawn_data,
+)
+from releases.models import Dataset, Release
 from releases.parsing import (
     audit_filters_parse,
     catalog_filters_parse,
@@ -49,6 +56,11 @@ from releases.services.releases import (
     release_warnings,
 )
 from releases.services.runs import release_publish_again
+from releases.services.signed_metadata import (
+    CONTENT_TYPES,
+    release_file_content_type,
+    release_file_name,
+)
 
 # The translation endpoint's ranges: no dataset's budget reaches 10¹² (see
 # releases.services.datasets), and the wizard asks about groups far smaller than 1000 people.
@@ -58,6 +70,11 @@ TRANSLATE_MAX_GROUP_SIZE = 1000
 TRANSLATE_GROUP_MESSAGE = f"must be a whole number from 1 to {TRANSLATE_MAX_GROUP_SIZE}"
 TRANSLATE_PROBABILITY_MESSAGE = "must be a number from 0.5 and below 1"
 JSON_OBJECT_MESSAGE = "must be a JSON object"
+# Every media type a version's file is served with (parameters such as a charset left out).
+FILE_MEDIA_TYPES = sorted(
+    {content_type.partition(";")[0] for content_type in CONTENT_TYPES.values()}
+    | {"application/octet-stream"}
+)
 
 
 def _paginate(view: APIView, request, queryset, render) -> Response:
@@ -161,6 +178,8 @@ def catalog_entry(release: Release, request) -> dict:
         "published_at": release.published_at.isoformat(),
         "definition": release.definition,
         "files": file_data(release, request),
+        # A withdrawn version stays listed, with when and why: ``{at, reason}``, else null.
+        "withdrawn": withdrawn_data(release),
         "url": reverse(
             "api-catalog-version",
             request=request,
@@ -182,7 +201,12 @@ class TokenObtainApi(APIView):
         username = serializers.CharField()
         password = serializers.CharField(trim_whitespace=False)
 
-    @documented("An API token for a user name and password", request=InputSerializer)
+    @documented(
+        "An API token for a user name and password",
+        request=InputSerializer,
+        response=responses.TokenSerializer,
+        throttled=True,
+    )
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -196,11 +220,17 @@ class TokenObtainApi(APIView):
 
 
 @extend_schema_view(
-    get=documented("Datasets you may see", parameters=PAGE, operation_id="datasets_list"),
+    get=documented(
+        "Datasets you may see",
+        parameters=PAGE,
+        response=responses.DATASET_PAGE,
+        operation_id="datasets_list",
+    ),
     post=documented(
         "Upload a CSV table (multipart: name, file, budget_epsilon)",
         ok=201,
         request=OpenApiTypes.OBJECT,
+        response=responses.DatasetSerializer,
     ),
 )
 class DatasetListApi(APIView):
@@ -226,7 +256,12 @@ class DatasetListApi(APIView):
         return Response(dataset_data(dataset), status=status.HTTP_201_CREATED)
 
 
-@extend_schema_view(get=documented("A dataset: its schema, status and budget (never rows)"))
+@extend_schema_view(
+    get=documented(
+        "A dataset: its schema, status and budget (never rows)",
+        response=responses.DatasetDetailSerializer,
+    )
+)
 class DatasetDetailApi(APIView):
     """One dataset with its budget ledger; compliance gets metadata only, never rows."""
 
@@ -251,7 +286,11 @@ class DatasetDetailApi(APIView):
 
 
 @extend_schema_view(
-    put=documented("Declare a dataset's public schema", request=OpenApiTypes.OBJECT)
+    put=documented(
+        "Declare a dataset's public schema",
+        request=OpenApiTypes.OBJECT,
+        response=responses.DatasetSchemaSerializer,
+    )
 )
 class DatasetSchemaApi(APIView):
     permission_classes = [IsCurator]
@@ -266,9 +305,17 @@ class DatasetSchemaApi(APIView):
 
 
 @extend_schema_view(
-    get=documented("Your releases", parameters=PAGE, operation_id="releases_list"),
+    get=documented(
+        "Your releases",
+        parameters=PAGE,
+        response=responses.RELEASE_PAGE,
+        operation_id="releases_list",
+    ),
     post=documented(
-        "Draft a release: definition and queries, previewed", ok=201, request=OpenApiTypes.OBJECT
+        "Draft a release: definition and queries, previewed",
+        ok=201,
+        request=OpenApiTypes.OBJECT,
+        response=responses.ReleaseSerializer,
     ),
 )
 class ReleaseListApi(APIView):
@@ -296,8 +343,12 @@ class ReleaseListApi(APIView):
         return Response(release_data(release, request), status=status.HTTP_201_CREATED)
 
 
-@extend_schema_view(get=documented("A release of yours: status, progress, preview"))
-class ReleaseDetailApi(APIView):
+@extend_schema_view(
+    get=documented(
+        "A release of yours: status, progress, preview", response=responses.ReleaseSerializer
+    )
+)
+class ReleaseDetailApi(OwnReleaseReadOnlyOncePublished, APIView):
     permission_classes = [IsCurator]
 
     def get(self, request, release_id: int):
@@ -305,7 +356,13 @@ class ReleaseDetailApi(APIView):
         return Response(release_data(release, request))
 
 
-@extend_schema_view(post=documented("Reserve the budget and queue the release", ok=202))
+@extend_schema_view(
+    post=documented(
+        "Reserve the budget and queue the release",
+        ok=202,
+        response=responses.QueuedSerializer,
+    )
+)
 class ReleaseSubmitApi(APIView):
     permission_classes = [IsCurator]
 
@@ -315,7 +372,11 @@ class ReleaseSubmitApi(APIView):
 
 
 @extend_schema_view(
-    post=documented("Queue again a release that failed after its answers were stored", ok=202)
+    post=documented(
+        "Queue again a release that failed after its answers were stored",
+        ok=202,
+        response=responses.QueuedSerializer,
+    )
 )
 class ReleasePublishAgainApi(APIView):
     permission_classes = [IsCurator]
@@ -326,7 +387,12 @@ class ReleasePublishAgainApi(APIView):
 
 
 @extend_schema_view(
-    get=documented("Published versions, newest first", parameters=CATALOG_FILTERS + PAGE)
+    get=documented(
+        "Published versions, newest first",
+        parameters=CATALOG_FILTERS + PAGE,
+        response=responses.CATALOG_PAGE,
+        throttled=True,
+    )
 )
 class CatalogListApi(APIView):
     authentication_classes: list = []
@@ -340,8 +406,14 @@ class CatalogListApi(APIView):
         return _paginate(self, request, releases, lambda r: catalog_entry(r, request))
 
 
-@extend_schema_view(get=documented("A published version with its statistics"))
-class CatalogVersionApi(APIView):
+@extend_schema_view(
+    get=documented(
+        "A published version with its statistics",
+        response=responses.CatalogVersionSerializer,
+        throttled=True,
+    )
+)
+class CatalogVersionApi(PublishedVersionReadOnly, APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
@@ -355,7 +427,13 @@ class CatalogVersionApi(APIView):
         for stat in statistics:
             if "range_url" in stat:
                 stat["range_url"] = request.build_absolute_uri(stat["range_url"])
-        return Response({**catalog_entry(release, request), "statistics": statistics})
+        return Response(
+            {
+                **catalog_entry(release, request),
+                **citation_data(release, request),
+                "statistics": statistics,
+            }
+        )
 
 
 def catalog_version_api_cache_key(request, slug: str, version: int) -> list:
@@ -376,6 +454,8 @@ def catalog_range_cache_key(request, slug: str, version: int, position: int) -> 
             query("from", "Lower end, a number", float),
             query("to", "Upper end, a number", float),
         ],
+        response=responses.RangeAnswerSerializer,
+        throttled=True,
     )
 )
 class CatalogRangeApi(APIView):
@@ -384,7 +464,7 @@ class CatalogRangeApi(APIView):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
-    throttle_classes = [RangeQueryThrottle]
+    throttle_classes = [AnonymousApiThrottle, RangeQueryThrottle]
 
     def get(self, request, slug: str, version: int, position: int):
         bounds, errors = range_params_parse(request.query_params)
@@ -405,8 +485,10 @@ class CatalogRangeApi(APIView):
         return Response({"statistic": position, **answer})
 
 
-@extend_schema_view(get=documented("Download a published file", binary=True))
-class CatalogFileApi(APIView):
+@extend_schema_view(
+    get=documented("Download a published file", files=FILE_MEDIA_TYPES, throttled=True)
+)
+class CatalogFileApi(PublishedVersionReadOnly, APIView):
     """Serves a released file only if its release is published; every download is audited."""
 
     authentication_classes: list = []
@@ -427,20 +509,11 @@ class CatalogFileApi(APIView):
             dataset_id=release.dataset_id,
             details={"slug": slug, "version": version, "format": file_format},
         )
-        content_type = (
-            "text/csv"
-            if file_format.endswith("csv")
-            else "application/vnd.apache.parquet"
-            if file_format.endswith("parquet")
-            else "application/json"
-        )
         return FileResponse(
             release_file.file.open("rb"),
             as_attachment=True,
-            content_type=content_type,
-            filename=f"{slug}-v{version}-{file_format}"
-            if file_format.startswith(MICRODATA_PREFIX)
-            else f"{slug}-v{version}.{file_format}",
+            content_type=release_file_content_type(file_format),
+            filename=release_file_name(slug=slug, version=version, file_format=file_format),
         )
 
 
@@ -454,6 +527,7 @@ class CatalogFileApi(APIView):
             query("since", "ISO-8601 date and time"),
             *PAGE,
         ],
+        response=responses.AUDIT_EVENT_PAGE,
     )
 )
 class AuditEventListApi(APIView):
@@ -483,7 +557,12 @@ class AuditEventListApi(APIView):
         )
 
 
-@extend_schema_view(get=documented("Verify the audit trail's hash chain (compliance)"))
+@extend_schema_view(
+    get=documented(
+        "Verify the audit trail's hash chain (compliance)",
+        response=responses.AuditVerifySerializer,
+    )
+)
 class AuditVerifyApi(APIView):
     permission_classes = [IsCompliance]
 
@@ -508,6 +587,8 @@ class AuditVerifyApi(APIView):
             query("delta", "δ", float),
             query("group_size", "People in a group", int),
         ],
+        response=responses.TranslateSerializer,
+        throttled=True,
     )
 )
 class TranslateApi(APIView):
@@ -589,7 +670,9 @@ class TranslateApi(APIView):
 
 @extend_schema_view(
     post=documented(
-        "The ε a statistic needs for a target 95% half-width", request=OpenApiTypes.OBJECT
+        "The ε a statistic needs for a target 95% half-width",
+        request=OpenApiTypes.OBJECT,
+        response=responses.AccuracySerializer,
     )
 )
 class AccuracySolverApi(APIView):
@@ -636,6 +719,8 @@ def _positive_number(value) -> float | None:
             query("releases", "How often the table will be released"),
             query("declared_size", "Records in the table", int),
         ],
+        response=responses.StartingPointSerializer,
+        throttled=True,
     )
 )
 class StartingPointApi(APIView):
@@ -675,7 +760,12 @@ class StartingPointApi(APIView):
         )
 
 
-@extend_schema_view(get=documented("Each statistic on a simulated table of the declared shape"))
+@extend_schema_view(
+    get=documented(
+        "Each statistic on a simulated table of the declared shape",
+        response=responses.SimulatedPreviewSerializer,
+    )
+)
 class ReleaseSimulatedPreviewApi(APIView):
     """A draft's statistics on a simulated table of the declared shape, before and after one
     draw of the noise it would add. Never reads the real data; spends no budget."""

@@ -44,6 +44,10 @@ class AuditAction(models.TextChoices):
     RELEASE_REQUEUED = "release.requeued"
     RELEASE_PUBLISHED = "release.published"
     FILE_DOWNLOADED = "release.downloaded"
+    RELEASE_WITHDRAWN = "release.withdrawn"
+    BUDGET_INCREASE_REQUESTED = "budget.increase_requested"
+    BUDGET_INCREASE_APPROVED = "budget.increase_approved"
+    BUDGET_INCREASE_REJECTED = "budget.increase_rejected"
 
 
 def _actor_name(actor: Any) -> str:

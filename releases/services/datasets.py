@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from decimal import Decimal, InvalidOperation, localcontext
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from releases.services.audit import AuditAction, audit_record
 from releases.services.clock import database_now
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.heartbeat import heartbeat
+from releases.services.ledger import budget_amount, budget_opening_record
 from releases.services.storage import local_copy, storage_local_path, store_local_file
 from releases.services.tables import ConvertedTable, TableError, table_convert
 
@@ -51,30 +52,12 @@ class DuplicateUpload(Conflict):
 
 
 def _budget(value: Any, *, field: str, default: str, allow_zero: bool, places: Decimal) -> Decimal:
-    if value in (None, ""):
-        value = default
-    text = str(value).strip()
-    # ASCII digits only: Decimal would also read "1_0" as 10 and "١" (Arabic-Indic) as 1.
-    number = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?i:nan|inf|infinity)"
-    if not re.fullmatch(number, text):
-        raise ValidationFailed({field: ["must be a number"]})
-    try:
-        amount = Decimal(text)
-    except InvalidOperation:
-        raise ValidationFailed({field: ["must be a number"]}) from None
-    if not amount.is_finite() or amount < 0 or (amount == 0 and not allow_zero):
-        raise ValidationFailed({field: ["must be a number greater than 0"]})
-    if amount >= Decimal("1e12"):
-        raise ValidationFailed({field: ["is too large"]})
-    # Below 10¹² with at most 30 places fits in 42 digits: compare at a precision that never
-    # rounds, so a 31st place is refused rather than silently dropped.
-    with localcontext() as context:
-        context.prec = 100
-        exact = amount == amount.quantize(places)
-    if not exact:
-        decimals = -places.as_tuple().exponent
-        raise ValidationFailed({field: [f"use at most {decimals} decimal places"]})
-    return amount
+    return budget_amount(
+        default if value in (None, "") else value,
+        field=field,
+        places=places,
+        allow_zero=allow_zero,
+    )
 
 
 def _name_errors(name: str) -> list[str]:
@@ -390,6 +373,7 @@ def _dataset_store(
                 }
             ),
         )
+        budget_opening_record(dataset=dataset, user=owner)
         audit_record(
             actor=owner,
             action=AuditAction.DATASET_UPLOADED,

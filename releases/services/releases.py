@@ -19,6 +19,7 @@ from privacy_engine import (
     ledger_for,
     plan_release,
 )
+from privacy_engine.accounting import ledger_conversion
 from privacy_engine.definitions import (
     ApproxDP,
     check_delta,
@@ -39,6 +40,7 @@ from releases.services.audit import AuditAction, audit_record
 from releases.services.clock import database_now
 from releases.services.datasets import dataset_require_ready
 from releases.services.errors import Conflict, ValidationFailed
+from releases.services.ledger import budget_reservation_record, ledger_composition
 
 # Statistics whose files hold a row per record.
 RECORD_FILE_KINDS = ("randomized_response", "synthetic")
@@ -400,9 +402,7 @@ def release_charge_preview(*, release: Release) -> dict[str, Any]:
         return {**refused, "error": messages, "preview": release.preview, "leaves": None}
     except SubmissionRefused as refusal:
         return {**refused, "error": refusal.detail, "preview": release.preview, "leaves": None}
-    note = ""
-    if ledger.kind == "blowfish" and release.definition["kind"] != "blowfish":
-        note = "a differential-privacy release on a Blowfish budget is charged 2ε"
+    note = ledger_conversion(definition_kind=plan.definition.kind, ledger_kind=ledger.kind) or ""
     refusal = _refusal(dataset, plan, epsilon, delta)
     epsilon_budget, _ = dataset_budget(dataset)
     return {
@@ -487,6 +487,11 @@ def _submit(*, release: Release, user) -> Release:
             definition_kind=locked.definition["kind"],
             epsilon=epsilon,
             delta=delta,
+        )
+        budget_reservation_record(
+            entry=entry,
+            user=user,
+            composition=ledger_composition(plan=plan, ledger=ledger, epsilon=epsilon, delta=delta),
         )
         locked.status = Release.Status.QUEUED
         locked.schema = dataset.schema

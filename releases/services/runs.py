@@ -26,6 +26,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -67,7 +68,10 @@ from releases.services.clock import database_now
 from releases.services.datasets import dataset_reap_stale
 from releases.services.errors import Conflict
 from releases.services.heartbeat import Ticker, release_heartbeat
+from releases.services.ledger import budget_settlement_record
 from releases.services.releases import series_next_version
+from releases.services.signed_metadata import release_configuration_file, release_signed_files
+from releases.services.signing import SigningKeyProblem, signing_key
 from releases.services.storage import local_copy, object_storage_uri
 
 logger = logging.getLogger(__name__)
@@ -227,6 +231,7 @@ def _ledger_settle(entry: LedgerEntry, *, release: Release, state: str) -> None:
         return
     entry.state = state
     entry.save(update_fields=["state", "updated_at"])
+    budget_settlement_record(entry=entry)
     audit_record(
         actor=None,
         action=AuditAction.BUDGET_SPENT
@@ -420,25 +425,39 @@ def synthetic_tables(statistics: list[dict[str, Any]]) -> dict[int, SyntheticTab
 def microdata_files(
     statistics: list[dict[str, Any]], tables: dict[int, SyntheticTable] | None = None
 ) -> dict[str, bytes]:
-    """The record-level files of the statistics that publish one, a CSV and a JSON document
-    each: randomized response's reports (one column, a row per report in a random order, written
-    from the published number of reports of each category), a synthetic table's rows
-    (``tables``, from :func:`synthetic_tables`)."""
+    """The record-level files of the statistics that publish one, as CSV, JSON and Parquet
+    (the same rows in the same order in each): randomized response's reports (one column, a row
+    per report in a random order, written from the published number of reports of each
+    category), a synthetic table's rows (``tables``, from :func:`synthetic_tables`)."""
     files: dict[str, bytes] = {}
     for position, stat in enumerate(statistics):
         microdata = stat.get("microdata")
         if not microdata:
             continue
         if microdata.get("format") == "synthetic":
-            csv_body, json_body = _synthetic_files(stat, (tables or {})[position])
+            bodies = _synthetic_files(stat, (tables or {})[position])
         else:
-            csv_body, json_body = _response_files(stat)
-        files[microdata_file_format(position, "csv")] = csv_body
-        files[microdata_file_format(position, "json")] = json_body
+            bodies = _response_files(stat)
+        for extension, body in zip(("csv", "json", "parquet"), bodies, strict=True):
+            files[microdata_file_format(position, extension)] = body
     return files
 
 
-def _response_files(stat: dict[str, Any]) -> tuple[bytes, bytes]:
+def _parquet(columns: dict[str, pa.Array]) -> bytes:
+    out = io.BytesIO()
+    pq.write_table(pa.table(columns), out)
+    return out.getvalue()
+
+
+def _categories(codes: np.ndarray, labels: Sequence[str]) -> pa.DictionaryArray:
+    """A column of category labels stored as their codes (Parquet's dictionary encoding):
+    typed text, without a Python string per row."""
+    return pa.DictionaryArray.from_arrays(
+        pa.array(codes.astype(np.int32)), pa.array(list(labels), type=pa.string())
+    )
+
+
+def _response_files(stat: dict[str, Any]) -> tuple[bytes, bytes, bytes]:
     microdata = stat["microdata"]
     codes, _ = microdata_codes(microdata["reports"])
     labels = microdata["categories"]
@@ -453,19 +472,20 @@ def _response_files(stat: dict[str, Any]) -> tuple[bytes, bytes]:
         "delta": stat["delta"],
         "records": np.asarray(labels, dtype=object)[codes].tolist(),
     }
-    return csv_body.encode(), json.dumps(document, ensure_ascii=False).encode()
+    parquet_body = _parquet({microdata["column"]: _categories(codes, labels)})
+    return csv_body.encode(), json.dumps(document, ensure_ascii=False).encode(), parquet_body
 
 
 # Rows of a synthetic table turned into text at a time: bounds the temporary Python objects.
 SYNTHETIC_CHUNK_ROWS = 20_000
 
 
-def _synthetic_files(stat: dict[str, Any], table: SyntheticTable) -> tuple[bytes, bytes]:
+def _synthetic_files(stat: dict[str, Any], table: SyntheticTable) -> tuple[bytes, bytes, bytes]:
     """A synthetic table's rows as CSV (a column per table column, categories defused like any
     text) and JSON (``columns`` and ``rows``, each row a list in that order), written a chunk
-    of rows at a time. A number is written in the shortest form that reads back as the same
-    double, so a value drawn inside its bin stays inside it (fewer digits could print it on the
-    next bin's edge)."""
+    of rows at a time, and as Parquet (categories as text, numbers as doubles). A number is
+    written in the shortest form that reads back as the same double, so a value drawn inside
+    its bin stays inside it (fewer digits could print it on the next bin's edge)."""
     microdata = stat["microdata"]
     escaped = [
         np.asarray([_csv_text(label) for label in buckets], dtype=object)
@@ -496,7 +516,15 @@ def _synthetic_files(stat: dict[str, Any], table: SyntheticTable) -> tuple[bytes
     }
     opening = (json.dumps(head, ensure_ascii=False)[:-1] + ', "rows": [').encode()
     json_body = opening + b", ".join(part for part in json_parts if part) + b"]}"
-    return b"".join(csv_parts), json_body
+    parquet_body = _parquet(
+        {
+            name: _categories(table.codes[:, c], table.buckets[c])
+            if table.numbers[c] is None
+            else pa.array(table.numbers[c], type=pa.float64())
+            for c, name in enumerate(table.columns)
+        }
+    )
+    return b"".join(csv_parts), json_body, parquet_body
 
 
 def _csv_text(text: str) -> str:
@@ -532,6 +560,22 @@ def release_document(release: Release, statistics: list[dict[str, Any]]) -> dict
     }
 
 
+def _store_files(release: Release, contents: dict[str, bytes]) -> None:
+    for file_format, content in contents.items():
+        record = ReleaseFile(
+            release=release,
+            format=file_format,
+            sha256=hashlib.sha256(content).hexdigest(),
+            size=len(content),
+        )
+        record.file.save(
+            f"{release.series.slug}-v{release.version}.{file_format}",
+            ContentFile(content),
+            save=False,
+        )
+        record.save()
+
+
 def _publish(release_id: int, claim_token: str) -> None:
     started = time.perf_counter()
     # Synthetic rows take seconds to generate: outside the transaction (post-processing of the
@@ -553,18 +597,15 @@ def _publish(release_id: int, claim_token: str) -> None:
             ReleaseFile.Format.JSON: json.dumps(document, indent=2, ensure_ascii=False).encode(),
             ReleaseFile.Format.PARQUET: release_parquet(statistics),
             **microdata_files(statistics, tables),
+            ReleaseFile.Format.CONFIGURATION: release_configuration_file(release),
         }
-        for file_format, content in contents.items():
-            record = ReleaseFile(
-                release=release,
-                format=file_format,
-                sha256=hashlib.sha256(content).hexdigest(),
-                size=len(content),
-            )
-            record.file.save(
-                f"{series.slug}-v{release.version}.{file_format}", ContentFile(content), save=False
-            )
-            record.save()
+        _store_files(release, contents)
+        # Last, just before the publication's audit events: the metadata (every file above
+        # with its hash, and the audit head, which stays locked from here until commit) and its
+        # signature.
+        signed = release_signed_files(release=release, statistics=statistics, contents=contents)
+        _store_files(release, signed)
+        contents |= signed
         release.status = Release.Status.PUBLISHED
         release.progress = 1.0
         release.timings = {
@@ -727,6 +768,9 @@ def release_run(*, release_id: int, worker: str) -> None:
         return
     try:
         with release_heartbeat(release_id=release_id, claim_token=claim_token):
+            # Before any noise is drawn: a key that cannot sign would otherwise fail the
+            # publication only after the budget is spent. The first publication creates it.
+            signing_key()
             _draw(release_id, claim_token)
             _set_progress(release_id, claim_token, 0.8)
             _publish(release_id, claim_token)
@@ -747,6 +791,15 @@ def release_run(*, release_id: int, worker: str) -> None:
         )
     except ReleaseFailure as failure:
         release_fail(release_id=release_id, reason=str(failure), claim_token=claim_token)
+    except SigningKeyProblem as problem:
+        # Before drawing (or, if the key broke since, at publication): the reservation comes
+        # back unless answers were stored.
+        logger.error("release %s: %s", release_id, problem)
+        release_fail(
+            release_id=release_id,
+            reason=f"Publication needs the installation's signing key, and {problem}.",
+            claim_token=claim_token,
+        )
     except SoftTimeLimitExceeded:
         release_fail(
             release_id=release_id,

@@ -25,3 +25,25 @@ def budget_bar(budget) -> dict:
 def epsilon(value) -> str:
     """An ε amount without trailing zeros (0.500000000000 → 0.5)."""
     return format(Decimal(value).normalize(), "f")
+
+
+@register.filter
+def readable(value):
+    """A number as people read it: at most 6 significant digits, so that a float's last-digit
+    artefacts (0.26666666666666666, 3.7500000000000004) do not show; anything else as is."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        return value
+    return f"{value:.6g}"
+
+
+@register.filter
+def share(value) -> str:
+    """A composition share (an exact decimal, up to ~55 digits when a float's binary expansion
+    is written out) to 12 significant digits, marked "≈" when that rounds it."""
+    try:
+        exact = Decimal(str(value))
+    except (ArithmeticError, ValueError):
+        return str(value)
+    shown = Decimal(f"{exact:.12g}")
+    text = format(shown.normalize(), "f")
+    return text if shown == exact else f"≈ {text}"

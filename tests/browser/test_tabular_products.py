@@ -164,7 +164,8 @@ def test_a_histogram_of_65536_bins_is_drawn_as_512_bars_and_answers_a_drag(page,
     assert "Each bar of the chart sums 128 neighbouring bins of the 65,536" in page.content()
     screenshot(page, "release-page-range-65536")
 
-    # and a drag across the chart is answered
+    # and a drag across the chart is answered (the mouse moves in the window: chart in view)
+    page.locator("#chart-0").scroll_into_view_if_needed()
     box = page.locator("#chart-0 .nsewdrag").first.bounding_box()
     y = box["y"] + box["height"] / 2
     with page.expect_navigation():

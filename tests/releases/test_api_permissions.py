@@ -9,7 +9,7 @@ from django.urls import resolve
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from releases.models import AuditEvent, Dataset, LedgerEntry, Release
+from releases.models import AuditEvent, BudgetIncrease, Dataset, LedgerEntry, Release
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.releases import release_draft_create, release_submit
 from releases.services.runs import release_run
@@ -126,6 +126,19 @@ ENDPOINTS = {
         None,
         None,
     ),
+    "catalog-withdraw": (
+        "post",
+        lambda w: _catalog_base(w) + "withdraw/",
+        lambda w: {"reason": "The bounds were wrong."},
+        "json",
+    ),
+    "catalog-diff": (
+        "get",
+        lambda w: f"/api/v1/catalog/{w.published.series.slug}/diff/?from=1&to=1",
+        None,
+        None,
+    ),
+    "signing-key": ("get", lambda w: "/api/v1/signing-key/", None, None),
     "audit-events": ("get", lambda w: "/api/v1/audit/events/", None, None),
     "audit-verify": ("get", lambda w: "/api/v1/audit/verify/", None, None),
     "translate": ("get", lambda w: "/api/v1/translate/?epsilon=0.1", None, None),
@@ -147,7 +160,45 @@ ENDPOINTS = {
         lambda w: {"query": {"kind": "count"}, "ci95_halfwidth": 10},
         "json",
     ),
+    "dataset-ledger": ("get", lambda w: f"/api/v1/datasets/{w.dataset.pk}/ledger/", None, None),
+    "dataset-budget-increases": (
+        "get",
+        lambda w: f"/api/v1/datasets/{w.dataset.pk}/budget-increases/",
+        None,
+        None,
+    ),
+    "dataset-budget-increase-request": (
+        "post",
+        lambda w: f"/api/v1/datasets/{w.dataset.pk}/budget-increases/",
+        lambda w: {"epsilon": "0.5", "reason": "A second survey wave."},
+        "json",
+    ),
+    "budget-increases": ("get", lambda w: "/api/v1/budget-increases/", None, None),
+    "budget-increase-approve": (
+        "post",
+        lambda w: f"/api/v1/budget-increases/{_pending_increase(w).pk}/approve/",
+        None,
+        None,
+    ),
+    "budget-increase-reject": (
+        "post",
+        lambda w: f"/api/v1/budget-increases/{_pending_increase(w).pk}/reject/",
+        lambda w: {"comment": "Not justified."},
+        "json",
+    ),
 }
+
+
+def _pending_increase(w: World) -> BudgetIncrease:
+    """A pending request of curator1's on its dataset (a row only: the matrix compares audit
+    counts, so it is not made through the audited service)."""
+    increase, _ = BudgetIncrease.objects.get_or_create(
+        dataset=w.dataset,
+        requested_by=w.dataset.owner,
+        defaults={"epsilon": "0.5", "reason": "A second survey wave."},
+    )
+    return increase
+
 
 EXPECTED = {
     #                  anonymous, curator, other_curator, compliance
@@ -165,12 +216,21 @@ EXPECTED = {
     "catalog-version": (200, 200, 200, 200),
     "catalog-file": (200, 200, 200, 200),
     "catalog-range": (200, 200, 200, 200),
+    "catalog-withdraw": (401, 201, 404, 403),
+    "catalog-diff": (200, 200, 200, 200),
+    "signing-key": (200, 200, 200, 200),
     "audit-events": (401, 403, 403, 200),
     "audit-verify": (401, 403, 403, 200),
     "translate": (200, 200, 200, 200),
     "dataset-accuracy": (401, 200, 404, 403),
     "starting-point": (200, 200, 200, 200),
     "simulated-preview": (401, 200, 404, 403),
+    "dataset-ledger": (401, 200, 404, 200),
+    "dataset-budget-increases": (401, 200, 404, 200),
+    "dataset-budget-increase-request": (401, 201, 404, 403),
+    "budget-increases": (401, 200, 200, 200),
+    "budget-increase-approve": (401, 403, 403, 200),
+    "budget-increase-reject": (401, 403, 403, 200),
 }
 ROLES = ("anonymous", "curator", "other_curator", "compliance")
 MATRIX = [

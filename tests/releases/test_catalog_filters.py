@@ -3,6 +3,7 @@ privacy definition, publication dates; pages keep the filters; bad values are na
 5xx."""
 
 import datetime
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.django import TestCase
 
 from releases.models import Release
+from releases.services import runs
 from releases.services.datasets import dataset_create, dataset_schema_update
 from tests.conftest import CLINIC_CSV_CRLF, CLINIC_SCHEMA, csv_upload, publish_through_api
 
@@ -19,9 +21,10 @@ def body(dataset_id, title, definition, queries):
 
 
 @pytest.fixture
-def catalog(curator, curator_client, dataset, django_capture_on_commit_callbacks):
+def catalog(curator, curator_client, dataset, django_capture_on_commit_callbacks, monkeypatch):
     """Three versions: a count under ε-DP (Jan 2026), a histogram of sex under ε-DP
-    (Mar 2026) and a Blowfish count of another dataset (today)."""
+    (Mar 2026) and a Blowfish count of another dataset (today). Each is published on its day
+    (the publishing worker's clock set to it): a published version's date never changes after."""
     capture = django_capture_on_commit_callbacks
     other = dataset_schema_update(
         dataset=dataset_create(
@@ -31,18 +34,24 @@ def catalog(curator, curator_client, dataset, django_capture_on_commit_callbacks
         schema=CLINIC_SCHEMA,
     )
     pure = {"kind": "pure_dp", "epsilon": 0.1}
-    made = [
-        publish_through_api(
-            curator_client, capture, body(dataset.pk, "Visits", pure, [{"kind": "count"}])
+
+    def published_on(day, release_body):
+        with monkeypatch.context() as patch:
+            if day is not None:
+                patch.setattr(runs, "timezone", SimpleNamespace(now=lambda: day))
+            return publish_through_api(curator_client, capture, release_body)
+
+    return [
+        published_on(
+            datetime.datetime(2026, 1, 15, 12, tzinfo=datetime.UTC),
+            body(dataset.pk, "Visits", pure, [{"kind": "count"}]),
         ),
-        publish_through_api(
-            curator_client,
-            capture,
+        published_on(
+            datetime.datetime(2026, 3, 1, 0, 0, tzinfo=datetime.UTC),
             body(dataset.pk, "People", pure, [{"kind": "histogram", "column": "sex"}]),
         ),
-        publish_through_api(
-            curator_client,
-            capture,
+        published_on(
+            None,
             body(
                 other.pk,
                 "Policy",
@@ -51,13 +60,9 @@ def catalog(curator, curator_client, dataset, django_capture_on_commit_callbacks
             ),
         ),
     ]
-    days = [
-        datetime.datetime(2026, 1, 15, 12, tzinfo=datetime.UTC),
-        datetime.datetime(2026, 3, 1, 0, 0, tzinfo=datetime.UTC),
-    ]
-    for release, day in zip(made, days, strict=False):
-        Release.objects.filter(pk=release.pk).update(published_at=day)
-    return made
+
+
+SEX_HISTOGRAM = {"kind": "histogram", "column": "sex"}
 
 
 def api_titles(client, **params):
@@ -144,15 +149,30 @@ def test_the_pages_links_keep_the_filters(client, catalog, monkeypatch):
     assert "<span>Page 1 of 2</span>" in first
 
 
-def test_the_migration_fills_the_column_names_of_releases_submitted_before_it(catalog):
+def test_the_migration_fills_the_column_names_of_releases_submitted_before_it(
+    curator_client, dataset, django_capture_on_commit_callbacks
+):
     import importlib
 
     from django.apps import apps
 
+    # given two submitted releases (queued, not yet published: migration 0008 ran before
+    # published versions became immutable) whose column names were never filled in
+    pure = {"kind": "pure_dp", "epsilon": 0.1}
+    submitted = []
+    for title, queries in (("Visits", [{"kind": "count"}]), ("People", [SEX_HISTOGRAM])):
+        created = curator_client.post(
+            "/api/v1/releases/", body(dataset.pk, title, pure, queries), format="json"
+        ).json()
+        with django_capture_on_commit_callbacks(execute=False):
+            curator_client.post(f"/api/v1/releases/{created['id']}/submit/")
+        submitted.append(created["id"])
+    Release.objects.filter(pk__in=submitted).update(columns_text="")
     migration = importlib.import_module("releases.migrations.0008_release_columns_text")
-    Release.objects.update(columns_text="")
 
+    # when
     migration.fill_columns_text(apps, None)
 
-    assert Release.objects.get(pk=catalog[1].pk).columns_text == "sex"
-    assert Release.objects.get(pk=catalog[0].pk).columns_text == ""  # a count uses no column
+    # then
+    assert Release.objects.get(pk=submitted[1]).columns_text == "sex"
+    assert Release.objects.get(pk=submitted[0]).columns_text == ""  # a count uses no column

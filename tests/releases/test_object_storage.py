@@ -92,7 +92,8 @@ def test_a_release_goes_from_upload_to_download_through_object_storage(
     [table] = [k for k in stored if k.startswith("private/tables/")]
     assert stored_cells_in(bucket, table, tmp_path) == csv_cells(CLINIC_CSV)
     assert not [k for k in stored if k.startswith("private/datasets/")]
-    assert len([k for k in stored if k.startswith("releases/")]) == 3  # csv, json, parquet
+    # csv, json, parquet, configuration, metadata and its signature
+    assert len([k for k in stored if k.startswith("releases/")]) == 6
     assert local_files(settings) == []
     assert suggestion.status_code in (200, 302)
 

@@ -50,6 +50,42 @@ def test_the_schema_names_query_parameters_and_the_error_shape(anonymous_client,
     }
 
 
+def test_every_success_answer_has_its_own_shape_and_the_schema_stays_valid(anonymous_client, db):
+    schema = schema_of(anonymous_client)
+
+    validate_schema(schema)  # raises on an invalid document
+    generic = []
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            for code, answer in operation["responses"].items():
+                content = answer.get("content", {})
+                is_file = any(
+                    media.get("schema", {}).get("format") == "binary" for media in content.values()
+                )
+                if not code.startswith("2") or is_file or "application/json" not in content:
+                    continue
+                shape = content["application/json"]["schema"]
+                if "$ref" not in shape and "properties" not in shape:
+                    generic.append(f"{method.upper()} {path} {code}")
+    assert generic == []
+
+
+def test_every_operation_documents_405_and_each_public_one_429(anonymous_client, db):
+    schema = schema_of(anonymous_client)
+    error = {"$ref": "#/components/schemas/Error"}
+
+    operations = {
+        op["operationId"]: op for item in schema["paths"].values() for op in item.values()
+    }
+    for operation_id, operation in operations.items():
+        responses = operation["responses"]
+        assert responses["405"]["content"]["application/json"]["schema"] == error, operation_id
+        if {} in operation.get("security", []):  # reachable anonymously: AnonymousApiThrottle
+            assert responses["429"]["content"]["application/json"]["schema"] == error, operation_id
+        else:
+            assert "429" not in responses, operation_id
+
+
 def test_the_documentation_page_uses_local_assets_and_no_inline_script(anonymous_client, db):
     html = anonymous_client.get("/api/docs/").content.decode()
 

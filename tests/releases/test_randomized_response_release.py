@@ -6,11 +6,12 @@ import csv
 import io
 import json
 
+import pyarrow.parquet as pq
 import pytest
 
 from releases.models import Release
 from releases.services.datasets import dataset_create, dataset_schema_update
-from tests.conftest import csv_upload, publish_through_api
+from tests.conftest import RELEASE_FILE_FORMATS, csv_upload, publish_through_api
 
 SMOKERS = b"smoker,age\n" + b"".join(
     (b"yes" if i % 4 == 0 else b"no") + b",%d\n" % (20 + i % 50) for i in range(2_000)
@@ -73,6 +74,7 @@ def test_under_blowfish_the_file_has_a_row_per_record_and_shares_with_intervals(
     formats = {f["format"] for f in version["files"]}
     records = anonymous_client.get(base + "files/microdata-1.csv/")
     document = json.loads(b"".join(anonymous_client.get(base + "files/microdata-1.json/")))
+    typed = anonymous_client.get(base + "files/microdata-1.parquet/")
 
     # then the statistic discloses the exact two-coin mechanism and its unbiased estimate
     statistic = version["statistics"][1]
@@ -89,7 +91,11 @@ def test_under_blowfish_the_file_has_a_row_per_record_and_shares_with_intervals(
     share = statistic["value"]["yes"]
     assert (low, high) == pytest.approx((max(0, share - halfwidth), min(1, share + halfwidth)))
     # and both files hold exactly those reports, a row each, in a random order
-    assert formats == {"csv", "json", "parquet", "microdata-1.csv", "microdata-1.json"}
+    assert formats == RELEASE_FILE_FORMATS | {
+        "microdata-1.csv",
+        "microdata-1.json",
+        "microdata-1.parquet",
+    }
     assert records["Content-Type"] == "text/csv"
     rows = list(csv.reader(io.StringIO(b"".join(records).decode())))
     assert rows[0] == ["smoker"]
@@ -97,6 +103,11 @@ def test_under_blowfish_the_file_has_a_row_per_record_and_shares_with_intervals(
     assert len(rows) == 2_001
     assert document["records"].count("yes") == yes_reports
     assert document["records"] != sorted(document["records"])  # shuffled, not grouped
+    # and the Parquet file holds the same rows in the same order, as typed text
+    assert typed["Content-Type"] == "application/vnd.apache.parquet"
+    table = pq.read_table(io.BytesIO(b"".join(typed)))
+    assert table.column_names == ["smoker"]
+    assert table.column("smoker").to_pylist() == document["records"]
 
 
 def test_the_page_shows_estimated_shares_and_links_the_records(

@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 
 from releases.models import LedgerEntry, NoisyAnswer, Release
-from tests.conftest import draft_body
+from tests.conftest import RELEASE_FILE_FORMATS, draft_body
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_submitted_release_is_published_with_files_and_spent_budget(
     assert catalog["count"] == 1
     entry = catalog["results"][0]
     assert entry["slug"] == published.series.slug
-    assert {f["format"] for f in entry["files"]} == {"csv", "json", "parquet"}
+    assert {f["format"] for f in entry["files"]} == RELEASE_FILE_FORMATS
 
     version = anonymous_client.get(f"/api/v1/catalog/{entry['slug']}/versions/1/").json()
     stats = version["statistics"]

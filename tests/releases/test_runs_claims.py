@@ -374,11 +374,17 @@ def test_reap_command_redelivers_a_release_whose_heartbeat_is_stale(curator, dat
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_heartbeat_beats_only_while_the_delivery_holds_the_release(curator, dataset, settings):
+def test_heartbeat_beats_only_while_the_delivery_holds_the_release(
+    curator, dataset, settings, monkeypatch
+):
     # given a release held by delivery "a", with an old heartbeat, and a fast heartbeat
     from releases.services.heartbeat import release_heartbeat
+    from releases.tasks import release_run_task
 
     settings.RELEASE_HEARTBEAT_SECONDS = 0.05
+    # Committed for real here (transaction=True): the eager task would run, and publish, on
+    # commit; no message is sent, so the release stays queued (a published one never changes).
+    monkeypatch.setattr(release_run_task, "delay_on_commit", lambda *args, **kwargs: None)
     release = submitted(curator, dataset, epsilon=0.5)
     old = timezone.now() - LONG_AGO
     Release.objects.filter(pk=release.pk).update(

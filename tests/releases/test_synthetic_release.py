@@ -9,6 +9,7 @@ import json
 import re
 from datetime import timedelta
 
+import pyarrow.parquet as pq
 import pytest
 from django.utils import timezone
 
@@ -16,7 +17,7 @@ from releases.forms import EdgesTextError, column_edges
 from releases.models import NoisyAnswer, Release
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.releases import release_draft_create
-from tests.conftest import csv_upload, publish_through_api, statistics_formset
+from tests.conftest import RELEASE_FILE_FORMATS, csv_upload, publish_through_api, statistics_formset
 
 WARDS = b"ward,sex,age,name\n" + b"".join(
     b"%s,%s,%d,p%d\n" % ([b"a", b"b", b"c"][i % 3], [b"F", b"M"][(i // 3) % 2], 20 + i % 60, i)
@@ -68,6 +69,9 @@ def test_the_rows_are_published_in_files_and_the_statistic_stays_small(
         )
     )
     document = json.loads(b"".join(anonymous_client.get(base + "files/microdata-1.json/")))
+    typed = pq.read_table(
+        io.BytesIO(b"".join(anonymous_client.get(base + "files/microdata-1.parquet/")))
+    )
 
     statistic = version["statistics"][1]
     microdata = statistic["microdata"]
@@ -79,18 +83,20 @@ def test_the_rows_are_published_in_files_and_the_statistic_stays_small(
     assert microdata["guarantee"].startswith("ε = 1 in all")  # half of the release's 2
     assert abs(microdata["rows"] - 1_200) < 100
     # the rows in both files, as many as said, every value in its declared domain
-    assert {f["format"] for f in version["files"]} == {
-        "csv",
-        "json",
-        "parquet",
+    assert {f["format"] for f in version["files"]} == RELEASE_FILE_FORMATS | {
         "microdata-1.csv",
         "microdata-1.json",
+        "microdata-1.parquet",
     }
     assert rows[0] == ["ward", "sex", "age"]
     assert len(rows) - 1 == microdata["rows"] == len(document["rows"]) == statistic["value"]
     assert {r[0] for r in rows[1:]} <= {"a", "b", "c", "other"}
     assert all(0 <= float(r[2]) <= 100 for r in rows[1:])
     assert document["columns"] == ["ward", "sex", "age"]
+    # the Parquet file: the same rows in the same order, categories as text, numbers as doubles
+    assert typed.column_names == ["ward", "sex", "age"]
+    assert [list(row.values()) for row in typed.to_pylist()] == document["rows"]
+    assert str(typed.schema.field("age").type) == "double"
     # the rows' buckets, counted at publication, are what the page compares
     generated = microdata["generated_counts"]
     assert sum(generated[0]) == microdata["rows"]

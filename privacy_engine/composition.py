@@ -1,0 +1,195 @@
+"""How a release's statistics compose into the ε (and δ) its ledger is charged (DESIGN.md,
+"Composition"), in words a ledger can show beside each of its rows and on its page.
+
+Statistics of one release are computed on the same records, so their ε add up (sequential
+composition: ε_total = Σ ε_i, which is what :attr:`ReleasePlan.epsilon_spent` sums, exactly, then
+rounds up to the ledger's 12 places). Inside one statistic whose mechanism answers the cells of a
+partition (a histogram's buckets, a table's cells, k-means' clusters), one person's data lies in
+at most one cell when each person has one row and neighbours add or remove a record: then the
+cells cost that mechanism's ε once (parallel composition), not once per cell. With up to c rows
+per person, or under Blowfish (a replacement moves a record from one cell to another), a person
+can be in several cells: the charge is still one ε, because the one draw's sensitivity covers
+all of a person's rows or the move, and the words say that instead. The ledger may then convert
+the total (accounting.py, :func:`ledger_conversion`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from typing import Any
+
+from privacy_engine.accounting import LEDGER_RULES, Ledger, ledger_rule
+from privacy_engine.definitions import Blowfish, Definition
+from privacy_engine.kinds import PlannedStatistic, kind_of
+from privacy_engine.release import ReleasePlan, exact_sum
+
+SUM_RULE = (
+    "ε = Σ εᵢ: the charge is the exact sum of the statistics' shares rounded up to the ledger's "
+    "12 decimal places (δ: up to 15 significant digits), never below it"
+)
+
+
+def _amount(value: Decimal) -> str:
+    """``value`` written out in full: no digit dropped (normalize would round to 28 digits)."""
+    if not value:
+        return "0"
+    with localcontext() as context:
+        context.prec = 2200
+        return format(value.normalize(), "f")
+
+
+def cells_in_parallel(*, rows_per_person: int, definition: Definition | None) -> bool:
+    """Whether cells that each record falls in at most one of compose in parallel: only when
+    a person has one row and neighbours add or remove a record (not under Blowfish, whose
+    replacement can move a record from one cell to another)."""
+    return rows_per_person == 1 and not isinstance(definition, Blowfish)
+
+
+def _cells_words(cells: int, *, rows_per_person: int, definition: Definition | None) -> str:
+    """How one draw over ``cells`` such cells composes."""
+    if cells_in_parallel(rows_per_person=rows_per_person, definition=definition):
+        return f"parallel over {cells} disjoint cells"
+    if rows_per_person > 1:
+        words = f"one draw whose sensitivity covers all {rows_per_person} rows of a person"
+        if isinstance(definition, Blowfish):
+            words += ", each of which may move between cells"
+        return words
+    return "one draw whose sensitivity covers a record moving between cells"
+
+
+def statistic_within(
+    statistic: PlannedStatistic,
+    cells: int | None,
+    *,
+    rows_per_person: int = 1,
+    definition: Definition | None = None,
+) -> str:
+    """How one statistic's own parts compose: ``cells`` is its kind's ``disjoint_cells`` (cells
+    each record falls in at most one of); ``rows_per_person`` the schema's c and ``definition``
+    the release's, which decide whether those cells compose in parallel."""
+    noisy = sum(1 for m in statistic.mechanisms if m.epsilon_spent or m.delta_spent)
+    if noisy == 0:
+        return "exact: public under this definition, so it costs no ε"
+    each = None
+    if cells is not None:
+        each = _cells_words(cells, rows_per_person=rows_per_person, definition=definition)
+    if each is not None and noisy == 1:
+        return each
+    if each is not None:
+        return f"sequential over its {noisy} noisy parts, each {each}"
+    if noisy > 1:
+        return f"sequential over its {noisy} noisy parts"
+    return "one noisy answer"
+
+
+def composition_rules() -> str:
+    """The ledger page's statement of how releases are charged: the same rules, in the same
+    words, as each row's composition."""
+    return (
+        f"The statistics of one release add up (sequential: {SUM_RULE}). Inside one statistic, "
+        "cells that each person's data falls in at most one of cost its ε once (parallel), "
+        "when each person has one row and neighbours add or remove a record; with several rows "
+        "per person, or under Blowfish (a replacement can move a record between cells), the "
+        "statistic is one draw whose sensitivity covers all of a person's rows, or the move. "
+        f"Then {LEDGER_RULES}."
+    )
+
+
+@dataclass(frozen=True)
+class StatisticShare:
+    """One statistic's part of a release's ε: ``epsilon`` and ``delta`` are the exact sums of
+    its mechanisms' own privacy maps (each float's exact value, unrounded), so the shares of a
+    release add up exactly to the sum the ledger rounds up: Σ shares ≤ charge < Σ shares +
+    10⁻¹² for ε. ``disjoint_cells`` is set only when the cells compose in parallel."""
+
+    position: int
+    kind: str
+    column: str | None
+    epsilon: Decimal
+    delta: Decimal
+    within: str
+    disjoint_cells: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "position": self.position,
+            "kind": self.kind,
+            "epsilon": _amount(self.epsilon),
+            "within": self.within,
+        }
+        if self.column is not None:
+            out["column"] = self.column
+        if self.delta:
+            out["delta"] = _amount(self.delta)
+        if self.disjoint_cells is not None:
+            out["disjoint_cells"] = self.disjoint_cells
+        return out
+
+
+@dataclass(frozen=True)
+class ReleaseComposition:
+    """The rule that turns a release's statistics into its ledger charge.
+
+    ``epsilon`` and ``delta`` are the sequential sums (the plan's: the shares' exact sum rounded
+    up to the ledger's places, as ``sum_rule`` says); ``charged_epsilon`` and ``charged_delta``
+    what the ledger records after ``ledger`` (its conversion, if any)."""
+
+    definition: str
+    statistics: tuple[StatisticShare, ...]
+    epsilon: Decimal
+    delta: Decimal
+    ledger: str
+    charged_epsilon: Decimal
+    charged_delta: Decimal
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": "sequential",
+            "definition": self.definition,
+            "statistics": [share.to_dict() for share in self.statistics],
+            "sum_rule": SUM_RULE,
+            "epsilon": _amount(self.epsilon),
+            "delta": _amount(self.delta),
+            "ledger": self.ledger,
+            "charged": {
+                "epsilon": _amount(self.charged_epsilon),
+                "delta": _amount(self.charged_delta),
+            },
+        }
+
+
+def release_composition(
+    *, plan: ReleasePlan, ledger: Ledger, charged_epsilon: Decimal, charged_delta: Decimal
+) -> ReleaseComposition:
+    """How ``plan``'s statistics compose (sequentially across statistics; in parallel across a
+    partitioned statistic's cells when a person's data is in at most one) into the (ε, δ)
+    charged on ``ledger``. Reads no data."""
+    rows_per_person = plan.schema.rows_per_person
+    parallel = cells_in_parallel(rows_per_person=rows_per_person, definition=plan.definition)
+    shares = []
+    for position, statistic in enumerate(plan.statistics):
+        cells = kind_of(statistic.query).disjoint_cells(statistic.query, plan.schema)
+        within = statistic_within(
+            statistic, cells, rows_per_person=rows_per_person, definition=plan.definition
+        )
+        shares.append(
+            StatisticShare(
+                position=position,
+                kind=statistic.query.kind,
+                column=statistic.query.column,
+                epsilon=exact_sum([m.epsilon_spent for m in statistic.mechanisms]),
+                delta=exact_sum([m.delta_spent for m in statistic.mechanisms]),
+                within=within,
+                disjoint_cells=cells if parallel else None,
+            )
+        )
+    return ReleaseComposition(
+        definition=plan.definition.kind,
+        statistics=tuple(shares),
+        epsilon=plan.epsilon_spent,
+        delta=plan.delta_spent,
+        ledger=ledger_rule(definition_kind=plan.definition.kind, ledger_kind=ledger.kind),
+        charged_epsilon=charged_epsilon,
+        charged_delta=charged_delta,
+    )

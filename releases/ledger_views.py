@@ -1,0 +1,146 @@
+"""The budget ledger page (a dataset's curator and compliance) and its forms: a curator's request
+to raise the budget, and compliance's approval or rejection. Each view checks the role, calls one
+service or selector and renders."""
+
+from functools import wraps
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from accounts.roles import Role, user_has_role
+from privacy_engine.accounting import ledger_spends_delta
+from privacy_engine.composition import composition_rules
+from releases import ledger_selectors, selectors
+from releases.models import BudgetIncrease, BudgetMovement, Dataset
+from releases.services.errors import Conflict, ValidationFailed
+from releases.services.ledger import (
+    MAX_TOP_UP_EPSILON,
+    budget_increase_approve,
+    budget_increase_reject,
+    budget_increase_request,
+)
+from releases.views import plotly_text
+
+
+def _curator_or_compliance(view):
+    @login_required
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not (
+            user_has_role(request.user, Role.CURATOR)
+            or user_has_role(request.user, Role.COMPLIANCE)
+        ):
+            raise PermissionDenied("The budget ledger is for curators and compliance staff.")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _chart(rows: list[ledger_selectors.LedgerRow]) -> dict:
+    """Step lines of the ε total, committed (spent + reserved) and spent: one point per movement
+    (the first is the opening budget, when the dataset was created) and one now, so the last
+    step reaches today."""
+    points = []
+    for row in rows:
+        movement = row.movement
+        if movement.release_id:
+            about = movement.release.title
+        elif movement.kind == BudgetMovement.Kind.OPENING:
+            about = "dataset created"
+        else:
+            about = "budget raised"
+        points.append(
+            (
+                movement.at,
+                row.epsilon.total,
+                row.epsilon_committed,
+                row.epsilon.spent,
+                f"{movement.get_kind_display()} of ε {selectors.decimal_text(movement.epsilon)}"
+                f" · {plotly_text(about)}",
+            )
+        )
+    if points:
+        last = points[-1]
+        points.append((max(timezone.now(), last[0]), *last[1:4], "now"))
+    return {
+        "at": [point[0].isoformat() for point in points],
+        "total": [float(point[1]) for point in points],
+        "committed": [float(point[2]) for point in points],
+        "spent": [float(point[3]) for point in points],
+        "labels": [point[4] for point in points],
+    }
+
+
+def _page(request, dataset: Dataset, *, form_errors=None, form_values=None, status: int = 200):
+    rows = ledger_selectors.dataset_ledger_rows(dataset=dataset)
+    epsilon, delta = selectors.dataset_budget(dataset)
+    is_compliance = user_has_role(request.user, Role.COMPLIANCE)
+    return render(
+        request,
+        "releases/ledger.html",
+        {
+            "dataset": dataset,
+            "rows": rows,
+            "budget": epsilon,
+            "delta_budget": delta,
+            "chart": _chart(rows),
+            "composition_rules": composition_rules(),
+            "delta_top_up": ledger_spends_delta(dataset.ledger_kind),
+            "increases": ledger_selectors.budget_increase_list(user=request.user, dataset=dataset),
+            "is_owner": dataset.owner_id == request.user.pk,
+            "may_decide": is_compliance,
+            "form_errors": form_errors or {},
+            "form_values": form_values or {},
+            "max_top_up": MAX_TOP_UP_EPSILON,
+        },
+        status=status,
+    )
+
+
+@_curator_or_compliance
+def dataset_ledger(request, pk: int):
+    dataset = get_object_or_404(selectors.dataset_list_visible(user=request.user), pk=pk)
+    return _page(request, dataset)
+
+
+@require_POST
+@_curator_or_compliance
+def budget_increase_request_view(request, pk: int):
+    if not user_has_role(request.user, Role.CURATOR):
+        raise PermissionDenied("Only the dataset's curator asks for more budget.")
+    dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=pk)
+    values = {name: request.POST.get(name, "") for name in ("epsilon", "delta", "reason")}
+    try:
+        budget_increase_request(dataset=dataset, user=request.user, **values)
+    except ValidationFailed as error:
+        return _page(request, dataset, form_errors=error.errors, form_values=values, status=400)
+    messages.success(request, "Request sent: compliance will approve or reject it.")
+    return redirect("dataset-ledger", pk=dataset.pk)
+
+
+@require_POST
+@_curator_or_compliance
+def budget_increase_decide_view(request, pk: int, decision: str):
+    if not user_has_role(request.user, Role.COMPLIANCE):
+        raise PermissionDenied("Budget requests are decided by compliance staff.")
+    increase: BudgetIncrease = get_object_or_404(
+        ledger_selectors.budget_increase_list(user=request.user), pk=pk
+    )
+    decide = budget_increase_approve if decision == "approve" else budget_increase_reject
+    try:
+        decide(increase=increase, user=request.user, comment=request.POST.get("comment", ""))
+    except (ValidationFailed, Conflict, PermissionDenied) as error:
+        detail = (
+            " ".join(m for texts in error.errors.values() for m in texts)
+            if isinstance(error, ValidationFailed)
+            else getattr(error, "detail", None) or str(error)
+        )
+        messages.error(request, detail)
+    else:
+        outcome = "approved" if decision == "approve" else "rejected"
+        messages.success(request, f"Request #{increase.pk} {outcome}.")
+    return redirect("dataset-ledger", pk=increase.dataset_id)
