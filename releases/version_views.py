@@ -50,6 +50,13 @@ def catalog_diff(request, slug: str):
     return render(request, "catalog/version_diff.html", context)
 
 
+def _refused(request, error: ValidationFailed, outcome: str) -> None:
+    """Each of a refusal's messages, after what did not happen."""
+    for texts in error.errors.values():
+        for text in texts:
+            messages.error(request, f"{outcome}: {text}")
+
+
 @curator_required
 @require_POST
 def release_withdraw_view(request, pk: int):
@@ -58,9 +65,7 @@ def release_withdraw_view(request, pk: int):
     try:
         release_withdraw(release=release, user=request.user, reason=request.POST.get("reason"))
     except ValidationFailed as error:
-        for texts in error.errors.values():
-            for text in texts:
-                messages.error(request, f"Nothing was withdrawn: {text}")
+        _refused(request, error, "Nothing was withdrawn")
     except Conflict as refusal:
         messages.error(request, refusal.detail)
     else:
@@ -81,9 +86,7 @@ def release_new_version_view(request, pk: int):
     try:
         draft = release_new_version(release=release, user=request.user)
     except ValidationFailed as error:
-        for texts in error.errors.values():
-            for text in texts:
-                messages.error(request, f"No new version was drafted: {text}")
+        _refused(request, error, "No new version was drafted")
     except Conflict as refusal:
         messages.error(request, refusal.detail)
     else:

@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 from accounts.permissions import IsCompliance, IsCurator, IsCuratorOrCompliance
 from releases import ledger_selectors, selectors
 from releases.apis import responses
-from releases.apis.pagination import Pagination
+from releases.apis.pagination import paginated
 from releases.apis.parsers import JSONParser
 from releases.apis.schema import PAGE, documented, query
 from releases.models import BudgetIncrease
@@ -104,9 +104,7 @@ class DatasetLedgerApi(APIView):
         dataset = _visible_dataset(request, dataset_id)
         rows = ledger_selectors.dataset_ledger_rows(dataset=dataset)
         epsilon, delta = selectors.dataset_budget(dataset)
-        paginator = Pagination()
-        page = paginator.paginate_queryset(rows, request, view=self)
-        response = paginator.get_paginated_response([ledger_row_data(row) for row in page])
+        response = paginated(self, request, rows, ledger_row_data)
         response.data["summary"] = {**epsilon.as_dict(), "delta": delta.as_dict()}
         return response
 
@@ -134,9 +132,7 @@ class DatasetBudgetIncreaseApi(APIView):
     def get(self, request, dataset_id: int):
         dataset = _visible_dataset(request, dataset_id)
         increases = ledger_selectors.budget_increase_list(user=request.user, dataset=dataset)
-        paginator = Pagination()
-        page = paginator.paginate_queryset(increases, request, view=self)
-        return paginator.get_paginated_response([budget_increase_data(i) for i in page])
+        return paginated(self, request, increases, budget_increase_data)
 
     def post(self, request, dataset_id: int):
         dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=dataset_id)
@@ -169,9 +165,7 @@ class BudgetIncreaseListApi(APIView):
                 {"status": [f"must be one of {', '.join(BudgetIncrease.Status.values)}"]}
             )
         increases = ledger_selectors.budget_increase_list(user=request.user, status=wanted)
-        paginator = Pagination()
-        page = paginator.paginate_queryset(increases, request, view=self)
-        return paginator.get_paginated_response([budget_increase_data(i) for i in page])
+        return paginated(self, request, increases, budget_increase_data)
 
 
 class _DecisionApi(APIView):

@@ -1,6 +1,7 @@
 import re
 
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.response import Response
 
 from releases.services.errors import ValidationFailed
 
@@ -38,6 +39,14 @@ class Pagination(PageNumberPagination):
         if len(digits) > len(str(self.max_page_size)):
             return self.max_page_size
         return min(int(digits), self.max_page_size)
+
+
+def paginated(view, request, items, render) -> Response:
+    """The page of ``items`` the request asks for, each item answered as ``render(item)``, in
+    the paginated envelope."""
+    paginator = Pagination()
+    page = paginator.paginate_queryset(items, request, view=view)
+    return paginator.get_paginated_response([render(item) for item in page])
 
 
 def _positive(text: str) -> bool:

@@ -28,7 +28,7 @@ from privacy_engine import (
 from privacy_engine.guidance import HARM_EPSILON, RELEASES_FACTOR, suggest_starting_point
 from releases import selectors
 from releases.apis import responses
-from releases.apis.pagination import Pagination
+from releases.apis.pagination import paginated
 from releases.apis.parsers import FormParser, JSONParser, MultiPartParser
 from releases.apis.schema import CATALOG_FILTERS, PAGE, documented, query
 from releases.apis.throttles import AnonymousApiThrottle, RangeQueryThrottle
@@ -75,12 +75,6 @@ FILE_MEDIA_TYPES = sorted(
     {content_type.partition(";")[0] for content_type in CONTENT_TYPES.values()}
     | {"application/octet-stream"}
 )
-
-
-def _paginate(view: APIView, request, queryset, render) -> Response:
-    paginator = Pagination()
-    page = paginator.paginate_queryset(queryset, request, view=view)
-    return paginator.get_paginated_response([render(item) for item in page])
 
 
 def dataset_data(dataset: Dataset) -> dict:
@@ -241,7 +235,7 @@ class DatasetListApi(APIView):
 
     def get(self, request):
         datasets = selectors.dataset_list_visible(user=request.user).select_related("owner")
-        return _paginate(self, request, datasets, lambda d: dataset_data_for(d, request.user))
+        return paginated(self, request, datasets, lambda d: dataset_data_for(d, request.user))
 
     def post(self, request):
         dataset = dataset_create(
@@ -324,7 +318,7 @@ class ReleaseListApi(APIView):
 
     def get(self, request):
         releases = selectors.release_list_owned(user=request.user)
-        return _paginate(self, request, releases, lambda r: release_data(r, request))
+        return paginated(self, request, releases, lambda r: release_data(r, request))
 
     def post(self, request):
         body = request.data if isinstance(request.data, dict) else {}
@@ -403,7 +397,7 @@ class CatalogListApi(APIView):
         if errors:
             raise ValidationFailed(errors)
         releases = selectors.release_list_published(**filters)
-        return _paginate(self, request, releases, lambda r: catalog_entry(r, request))
+        return paginated(self, request, releases, lambda r: catalog_entry(r, request))
 
 
 @extend_schema_view(
@@ -538,7 +532,7 @@ class AuditEventListApi(APIView):
         if errors:
             raise ValidationFailed(errors)
         events = selectors.audit_event_list(**filters)
-        return _paginate(
+        return paginated(
             self,
             request,
             events,
