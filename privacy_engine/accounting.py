@@ -10,11 +10,13 @@ differential-privacy ledger (their neighbours are weaker), and two Blowfish poli
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal, localcontext
 from typing import Any
 
 from privacy_engine.definitions import ApproxDP, Blowfish, Definition, PureDP
+from privacy_engine.footprint import Footprint
 
 DIFFERENTIAL_PRIVACY = "differential_privacy"
 BLOWFISH = "blowfish"
@@ -86,6 +88,17 @@ def ledger_delta(value: Decimal) -> Decimal:
         significant = Decimal(1).scaleb(value.adjusted() - DELTA_SIGNIFICANT_DIGITS + 1)
         rounded = value.quantize(significant, rounding=ROUND_CEILING)
         return rounded.quantize(DELTA_PLACES, rounding=ROUND_CEILING).normalize()
+
+
+def ledger_used(footprints: Iterable[Footprint], *, delta: bool = False) -> Decimal:
+    """How much of a budget releases with these footprints use together (footprint.py: the
+    worst person's total), rounded up as the ledger records amounts. Footprints whose amounts
+    are all for everyone add up as plain sums."""
+    total = Footprint()
+    for footprint in footprints:
+        total = total.plus(footprint)
+    charge = total.charge()
+    return ledger_delta(charge) if delta else _ceil(charge)
 
 
 def ledger_conversion(*, definition_kind: str, ledger_kind: str) -> str | None:

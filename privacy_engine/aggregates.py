@@ -157,6 +157,27 @@ class ClusterSums:
         return step * math.ceil(self.half_range(j) / step)
 
 
+@dataclass(frozen=True)
+class Within:
+    """``request`` computed on the records in ``groups`` only: those whose bucket of
+    ``partition``'s column, under that column's rules (a missing value filled or dropped, an
+    unknown one sent to the other bucket or dropped), is one of ``groups``. A record dropped by
+    the partition column's rules is in no group. Requests restricted to disjoint groups read
+    disjoint records, which is what lets their noise compose in parallel (footprint.py)."""
+
+    request: Any
+    partition: CategoryCounts
+    groups: tuple[str, ...]
+
+    def rows(self, table: TypedTable) -> np.ndarray:
+        """Which rows of ``table`` are in the groups."""
+        labels = table.labels[self.partition.column]
+        index = {bucket: position for position, bucket in enumerate(self.partition.buckets)}
+        wanted = np.asarray([index[group] for group in self.groups], dtype=np.int64)
+        in_groups = np.isin(_bucket_of_value(labels, self.partition), wanted)
+        return in_groups[labels.codes]
+
+
 Aggregate = (
     RowCount
     | GridSum
@@ -166,6 +187,7 @@ Aggregate = (
     | CategoryCounts
     | PairCounts
     | ClusterSums
+    | Within
 )
 
 
@@ -174,7 +196,11 @@ def needed_columns(requests: Iterable[Aggregate]) -> tuple[set[str], set[str]]:
     numbers: set[str] = set()
     labels: set[str] = set()
     for request in requests:
-        if isinstance(request, CleanedNumbers):
+        if isinstance(request, Within):
+            inner_numbers, inner_labels = needed_columns([request.request])
+            numbers |= inner_numbers
+            labels |= inner_labels | {request.partition.column}
+        elif isinstance(request, CleanedNumbers):
             numbers.add(request.column)
         elif isinstance(request, CategoryCounts):
             labels.add(request.column)
@@ -327,6 +353,8 @@ def _shifted_sum(state: dict[int, int], count: int, request: ClusterSums, j: int
 
 def partial(request: Aggregate, table: TypedTable) -> Any:
     """The request's state on one batch of (contribution-bounded) rows."""
+    if isinstance(request, Within):
+        return partial(request.request, table.take(request.rows(table)))
     if isinstance(request, RowCount):
         return table.row_count
     if isinstance(request, ClusterSums):
@@ -378,6 +406,8 @@ def _numbers_states(group: Sequence[CleanedNumbers], values: np.ndarray) -> list
 
 def merge(request: Aggregate, a: Any, b: Any) -> Any:
     """Two batches' states as one; exact and order-free."""
+    if isinstance(request, Within):
+        return merge(request.request, a, b)
     if isinstance(request, GridSum):
         return merge_sum_states(a, b)
     if isinstance(request, ClusterSums):
@@ -386,6 +416,8 @@ def merge(request: Aggregate, a: Any, b: Any) -> Any:
 
 
 def empty(request: Aggregate) -> Any:
+    if isinstance(request, Within):
+        return empty(request.request)
     if isinstance(request, GridSum):
         return {}
     if isinstance(request, BinCounts):
@@ -404,6 +436,8 @@ def empty(request: Aggregate) -> Any:
 
 def finish(request: Aggregate, state: Any) -> Any:
     """The exact answer: an int, a float (a grid sum) or a list of ints (counts per cell)."""
+    if isinstance(request, Within):
+        return finish(request.request, state)
     if isinstance(request, GridSum):
         return round_sum_state(state, request.grid)
     if isinstance(request, BinCounts | CategoryCounts | PairCounts):
@@ -429,10 +463,21 @@ def _source(request: Aggregate) -> tuple:
 
 def partials(requests: Sequence[Aggregate], table: TypedTable) -> list[Any]:
     """Every request's state on one batch; a request asked twice is computed once, and requests
-    that clean a numeric column the same way share one pass over it."""
+    that clean a numeric column the same way share one pass over it; requests restricted to the
+    same groups share one selection of their rows."""
+    restricted: dict[tuple, list[Within]] = {}
+    for request in dict.fromkeys(requests):
+        if isinstance(request, Within):
+            restricted.setdefault((request.partition, request.groups), []).append(request)
+    states_within: dict[Aggregate, Any] = {}
+    for within in restricted.values():
+        rows = within[0].rows(table)
+        inner = partials([w.request for w in within], table.take(rows))
+        states_within.update(zip(within, inner, strict=True))
     groups: dict[tuple, list[Aggregate]] = {}
     for request in dict.fromkeys(requests):
-        groups.setdefault(_source(request), []).append(request)
+        if not isinstance(request, Within):
+            groups.setdefault(_source(request), []).append(request)
 
     def states_of(group: list[Aggregate]) -> list[Any]:
         first = group[0]
@@ -446,6 +491,7 @@ def partials(requests: Sequence[Aggregate], table: TypedTable) -> list[Any]:
         for group, result in zip(groups.values(), results, strict=True)
         for request, state in zip(group, result, strict=True)
     }
+    states.update(states_within)
     return [states[request] for request in requests]
 
 

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from typing import Any
 
-from privacy_engine.accounting import LEDGER_RULES, Ledger, ledger_rule
+from privacy_engine.accounting import LEDGER_RULES, Ledger, ledger_conversion, ledger_rule
 from privacy_engine.definitions import Blowfish, Definition
+from privacy_engine.footprint import Footprint, records_in_parallel
 from privacy_engine.kinds import PlannedStatistic, kind_of
+from privacy_engine.kinds.restricted import restriction_of
 from privacy_engine.release import ReleasePlan, exact_sum
 
 SUM_RULE = (
@@ -39,16 +41,9 @@ def _amount(value: Decimal) -> str:
         return format(value.normalize(), "f")
 
 
-def cells_in_parallel(*, rows_per_person: int, definition: Definition | None) -> bool:
-    """Whether cells that each record falls in at most one of compose in parallel: only when
-    a person has one row and neighbours add or remove a record (not under Blowfish, whose
-    replacement can move a record from one cell to another)."""
-    return rows_per_person == 1 and not isinstance(definition, Blowfish)
-
-
 def _cells_words(cells: int, *, rows_per_person: int, definition: Definition | None) -> str:
     """How one draw over ``cells`` such cells composes."""
-    if cells_in_parallel(rows_per_person=rows_per_person, definition=definition):
+    if records_in_parallel(rows_per_person=rows_per_person, definition=definition):
         return f"parallel over {cells} disjoint cells"
     if rows_per_person > 1:
         words = f"one draw whose sensitivity covers all {rows_per_person} rows of a person"
@@ -92,6 +87,9 @@ def composition_rules() -> str:
         "when each person has one row and neighbours add or remove a record; with several rows "
         "per person, or under Blowfish (a replacement can move a record between cells), the "
         "statistic is one draw whose sensitivity covers all of a person's rows, or the move. "
+        "Statistics restricted to disjoint groups of a categorical column compose in parallel, "
+        "within a release and across releases, on the same conditions: the budget is charged "
+        "what the worst-off person loses, everyone's ε plus, per column, its largest group's. "
         f"Then {LEDGER_RULES}."
     )
 
@@ -110,6 +108,7 @@ class StatisticShare:
     delta: Decimal
     within: str
     disjoint_cells: int | None
+    where: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -124,6 +123,8 @@ class StatisticShare:
             out["delta"] = _amount(self.delta)
         if self.disjoint_cells is not None:
             out["disjoint_cells"] = self.disjoint_cells
+        if self.where is not None:
+            out["where"] = self.where
         return out
 
 
@@ -142,10 +143,14 @@ class ReleaseComposition:
     ledger: str
     charged_epsilon: Decimal
     charged_delta: Decimal
+    # What the ledger adds to the dataset's footprints (footprint.py), ε and δ.
+    footprint: tuple[Footprint, Footprint] = (Footprint(), Footprint())
+    # How statistics restricted to groups were charged, when any compose in parallel.
+    groups: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "rule": "sequential",
+        out = {
+            "rule": "sequential, parallel over groups" if self.groups else "sequential",
             "definition": self.definition,
             "statistics": [share.to_dict() for share in self.statistics],
             "sum_rule": SUM_RULE,
@@ -156,7 +161,44 @@ class ReleaseComposition:
                 "epsilon": _amount(self.charged_epsilon),
                 "delta": _amount(self.charged_delta),
             },
+            "footprint": {
+                "epsilon": self.footprint[0].to_dict(),
+                "delta": self.footprint[1].to_dict(),
+            },
         }
+        if self.groups:
+            out["groups"] = self.groups
+        return out
+
+
+def charged_footprints(
+    *, plan: ReleasePlan, ledger: Ledger, charged_epsilon: Decimal, charged_delta: Decimal
+) -> tuple[Footprint, Footprint]:
+    """What a release adds to its dataset's (ε, δ) footprints: the plan's exact ones, whose
+    charge the ledger rounds up to (``charged_*``), where its groups compose in parallel and the
+    ledger charges the release as composed; otherwise the charged amounts for everyone (a
+    ledger's conversion, such as 2ε on a Blowfish ledger, applies to the release's charge, and
+    its releases then add up sequentially)."""
+    epsilon, delta = plan.footprints()
+    converted = ledger_conversion(definition_kind=plan.definition.kind, ledger_kind=ledger.kind)
+    if converted is None and (epsilon.parallel or delta.parallel):
+        return epsilon, delta
+    return Footprint(everyone=charged_epsilon), Footprint(everyone=charged_delta)
+
+
+def _groups_words(footprint: Footprint) -> str | None:
+    """How statistics restricted to groups were charged, in words, or None."""
+    if not footprint.parallel:
+        return None
+    columns = []
+    for column, per_group in footprint.groups.items():
+        largest = max(per_group.values())
+        worst = [name for name, amount in per_group.items() if amount == largest]
+        columns.append(
+            f"{column}: its groups' statistics compose in parallel, charged the largest "
+            f"group's ε = {_amount(largest)} ({', '.join(worst)})"
+        )
+    return "; ".join(columns)
 
 
 def release_composition(
@@ -166,7 +208,7 @@ def release_composition(
     partitioned statistic's cells when a person's data is in at most one) into the (ε, δ)
     charged on ``ledger``. Reads no data."""
     rows_per_person = plan.schema.rows_per_person
-    parallel = cells_in_parallel(rows_per_person=rows_per_person, definition=plan.definition)
+    parallel = records_in_parallel(rows_per_person=rows_per_person, definition=plan.definition)
     shares = []
     for position, statistic in enumerate(plan.statistics):
         cells = kind_of(statistic.query).disjoint_cells(statistic.query, plan.schema)
@@ -182,8 +224,12 @@ def release_composition(
                 delta=exact_sum([m.delta_spent for m in statistic.mechanisms]),
                 within=within,
                 disjoint_cells=cells if parallel else None,
+                where=statistic.query.where.to_dict() if restriction_of(statistic.query) else None,
             )
         )
+    footprint = charged_footprints(
+        plan=plan, ledger=ledger, charged_epsilon=charged_epsilon, charged_delta=charged_delta
+    )
     return ReleaseComposition(
         definition=plan.definition.kind,
         statistics=tuple(shares),
@@ -192,4 +238,6 @@ def release_composition(
         ledger=ledger_rule(definition_kind=plan.definition.kind, ledger_kind=ledger.kind),
         charged_epsilon=charged_epsilon,
         charged_delta=charged_delta,
+        footprint=footprint,
+        groups=_groups_words(footprint[0]),
     )

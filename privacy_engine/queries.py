@@ -4,6 +4,8 @@ Each kind's query type, its fields and its checks against the schema live in its
 privacy_engine/kinds; this module holds what every kind shares (the ``kind`` and the ``weight``)
 and re-exports the built-in query types, which the web app imports from here.
 
+``where`` restricts any statistic to groups of a categorical column (kinds/restricted.py).
+
 ``weight`` is an accuracy weight: a statistic's share of the release's ε is weight / Σ weights, so
 more weight means less noise.
 """
@@ -13,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from privacy_engine.errors import EngineValidationError
+from privacy_engine.errors import EngineValidationError, prefix_errors
 from privacy_engine.kinds import Query, QueryKind, kind_named, kind_of, registered_kinds
 from privacy_engine.kinds.count import Count
 from privacy_engine.kinds.histogram import MAX_BINS, Histogram, bin_labels
 from privacy_engine.kinds.mean import Mean
+from privacy_engine.kinds.restricted import Restricted, Where, parse_where
 from privacy_engine.kinds.sum import Sum
 from privacy_engine.schema import Schema
 
@@ -30,7 +33,9 @@ __all__ = [
     "Histogram",
     "Mean",
     "Query",
+    "Restricted",
     "Sum",
+    "Where",
     "bin_labels",
     "query_from_dict",
     "query_to_dict",
@@ -66,7 +71,15 @@ def _parse(spec: Mapping[str, Any]) -> tuple[QueryKind, Query]:
             "weight", f"must be a number from {MIN_WEIGHT:g} to {MAX_WEIGHT:g}"
         )
     query_kind = kind_named(kind)
-    return query_kind, query_kind.parse(spec, float(weight))
+    query = query_kind.parse(spec, float(weight))
+    if spec.get("where") is None:
+        return query_kind, query
+    try:
+        where = parse_where(spec["where"])
+    except EngineValidationError as error:
+        raise prefix_errors("where", error) from None
+    restricted = Restricted(query=query, where=where)
+    return kind_of(restricted), restricted
 
 
 def query_from_dict(spec: Mapping[str, Any] | Query, schema: Schema) -> Query:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import heapq
 import math
 import time
@@ -45,8 +46,10 @@ from privacy_engine.engines import (
     aggregate_table,
 )
 from privacy_engine.errors import EngineValidationError, prefix_errors
+from privacy_engine.footprint import Footprint, records_in_parallel, split_parallel
 from privacy_engine.kinds import PlanContext, PlannedStatistic, StatisticResult, kind_of
 from privacy_engine.kinds.base import Ask
+from privacy_engine.kinds.restricted import MAX_GROUPS_NAMED, groups_named, restriction_of
 from privacy_engine.noise import NoiseSource
 from privacy_engine.policies import check_policy_against_schema
 from privacy_engine.queries import Query, query_from_dict
@@ -73,10 +76,9 @@ def exact_sum(values: Sequence[float]) -> Decimal:
         return sum((Decimal(v) for v in values), Decimal(0))
 
 
-def _exact_sum(values: Sequence[float], *, delta: bool = False) -> Decimal:
-    """:func:`exact_sum` rounded up as the ledger records it (ε to 12 places, δ to 15
+def _rounded_up(total: Decimal, *, delta: bool = False) -> Decimal:
+    """An exact amount rounded up as the ledger records it (ε to 12 places, δ to 15
     significant digits), so the ledger never charges less than the maps report."""
-    total = exact_sum(values)
     if total == 0:
         return Decimal(0)
     if delta:
@@ -94,15 +96,31 @@ class ReleasePlan:
     warnings: tuple[str, ...] = ()
 
     @property
+    def parallel(self) -> bool:
+        """Whether statistics restricted to disjoint groups compose in parallel here."""
+        return records_in_parallel(
+            rows_per_person=self.schema.rows_per_person, definition=self.definition
+        )
+
+    def footprints(self) -> tuple[Footprint, Footprint]:
+        """The exact (ε, δ) footprints of the statistics (footprint.py): each statistic's
+        mechanisms' own privacy maps, for everyone or, where groups compose in parallel, for
+        its groups only."""
+        restrictions = [restriction_of(s.query) if self.parallel else None for s in self.statistics]
+        epsilons = [exact_sum([m.epsilon_spent for m in s.mechanisms]) for s in self.statistics]
+        deltas = [exact_sum([m.delta_spent for m in s.mechanisms]) for s in self.statistics]
+        return Footprint.of(epsilons, restrictions), Footprint.of(deltas, restrictions)
+
+    @property
     def epsilon_spent(self) -> Decimal:
-        """Σ of the mechanisms' own privacy maps (sequential composition), for the ledger."""
-        return _exact_sum([m.epsilon_spent for s in self.statistics for m in s.mechanisms])
+        """The worst person's ε, from the mechanisms' own privacy maps: their sum (sequential
+        composition), except that statistics restricted to disjoint groups count once
+        (parallel), rounded up to the ledger's places."""
+        return _rounded_up(self.footprints()[0].charge())
 
     @property
     def delta_spent(self) -> Decimal:
-        return _exact_sum(
-            [m.delta_spent for s in self.statistics for m in s.mechanisms], delta=True
-        )
+        return _rounded_up(self.footprints()[1].charge(), delta=True)
 
     def preview(self) -> list[dict[str, Any]]:
         """The API's preview entries; under Blowfish each also carries, under ``"pure_dp"``, the
@@ -237,10 +255,17 @@ def _plan_statistics(
     weights = [0.0 if kind_of(q).is_public(q, definition) else q.weight for q in queries]
     if not any(weights):
         weights = [1.0] * len(queries)
-    shares = split_epsilon(definition.epsilon, weights)
-    delta_shares = (
-        split_epsilon(definition.delta, weights) if definition.delta else [0.0] * len(queries)
-    )
+    restrictions = [restriction_of(q) for q in queries]
+    if any(restrictions) and records_in_parallel(
+        rows_per_person=schema.rows_per_person, definition=definition
+    ):
+        # Statistics restricted to disjoint groups each get the share they would get alone.
+        def split(total: float) -> list[float]:
+            return split_parallel(total, weights, restrictions)
+    else:
+        split = functools.partial(split_epsilon, weights=weights)
+    shares = split(definition.epsilon)
+    delta_shares = split(definition.delta) if definition.delta else [0.0] * len(queries)
     if share_identical:
         try:
             hash(tuple(queries))
@@ -302,6 +327,10 @@ def plan_release(
                 typed.append(query_from_dict(spec, schema))
             except EngineValidationError as error:
                 errors.update(prefix_errors(f"queries.{index}", error).errors)
+        if groups_named(typed) > MAX_GROUPS_NAMED:
+            errors["queries"] = [
+                f"restrictions name at most {MAX_GROUPS_NAMED:,} groups per release in all"
+            ]
     if errors:
         raise EngineValidationError(errors)
     assert not isinstance(definition, Mapping)

@@ -39,6 +39,7 @@ from releases.forms import (
     DatasetUploadForm,
     PrivacyStepForm,
     StatisticFormSet,
+    group_value,
 )
 from releases.models import Release
 from releases.services.datasets import (
@@ -501,6 +502,17 @@ def _numeric_columns(release: Release) -> list[str]:
     return [name for name, spec in columns.items() if spec.get("kind") == "numeric"]
 
 
+def _partition_columns(release: Release) -> dict[str, list[str]]:
+    """Each categorical column's buckets (its categories, then its other bucket): the groups a
+    statistic can be restricted to."""
+    columns = (release.dataset.schema or {}).get("columns", {})
+    return {
+        name: [*spec.get("categories", []), *([spec["other"]] if spec.get("other") else [])]
+        for name, spec in columns.items()
+        if spec.get("kind") == "categorical"
+    }
+
+
 def _bins_text(query: dict) -> str:
     """A statistic's bins as the form shows them: a number of bins, or edges (a table's first
     binned column's)."""
@@ -527,6 +539,9 @@ def _statistic_initial(query: dict) -> dict:
         "quantiles": ", ".join(_edge_text(a) for a in query.get("quantiles", [])),
         "weight": query.get("weight", 1),
     }
+    where = query.get("where")
+    if isinstance(where, dict):
+        initial["groups"] = [group_value(where.get("column"), b) for b in where.get("in") or []]
     if kind == "marginal":
         first, second = [*(query.get("columns") or []), "", ""][:2]
         initial.update(column=first, second_column=second)
@@ -563,7 +578,11 @@ def wizard_statistics(request, pk: int):
     formset = StatisticFormSet(
         request.POST or None,
         initial=initial,
-        form_kwargs={"columns": columns, "numeric": _numeric_columns(release)},
+        form_kwargs={
+            "columns": columns,
+            "numeric": _numeric_columns(release),
+            "partitions": _partition_columns(release),
+        },
         prefix="stat",
     )
     if request.method == "POST" and formset.is_valid():

@@ -1,6 +1,7 @@
 """Page forms: they collect input; the services validate it against the privacy rules."""
 
 import itertools
+import json
 import re
 
 from django import forms
@@ -383,6 +384,13 @@ class StatisticForm(forms.Form):
         help_text="Quantiles: numbers between 0 and 1, e.g. 0.5 for the median, 0.25, 0.5, 0.75",
         widget=forms.TextInput(attrs={"placeholder": "0.25, 0.5, 0.75"}),
     )
+    groups = forms.MultipleChoiceField(
+        required=False,
+        label="Only for these groups",
+        help_text="Leave empty for every record. Pick groups of one categorical column to "
+        "compute the statistic on their records only: statistics on different groups of one "
+        "column read different people, so they share the budget in parallel.",
+    )
     weight = forms.FloatField(
         initial=1,
         min_value=0.001,
@@ -392,10 +400,21 @@ class StatisticForm(forms.Form):
     )
 
     def __init__(
-        self, *args, columns: list[str] | None = None, numeric: list[str] | None = None, **kwargs
+        self,
+        *args,
+        columns: list[str] | None = None,
+        numeric: list[str] | None = None,
+        partitions: dict[str, list[str]] | None = None,
+        **kwargs,
     ):
         super().__init__(*args, **kwargs)
         self.numeric = set(numeric or [])
+        # Each categorical column's buckets, one option each as [column, bucket] in JSON (a
+        # category may hold any character).
+        self.fields["groups"].choices = [
+            (column, [(group_value(column, bucket), bucket) for bucket in buckets])
+            for column, buckets in (partitions or {}).items()
+        ]
         self.fields["column"].choices = [("", "—")] + [(c, c) for c in columns or []]
         self.fields["second_column"].choices = self.fields["column"].choices
         self.fields["columns"].choices = [(c, c) for c in numeric or []]
@@ -415,6 +434,11 @@ class StatisticForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        chosen = [json.loads(value) for value in data.get("groups") or []]
+        if len({column for column, _ in chosen}) > 1:
+            self.add_error("groups", "Choose groups of one column.")
+        elif chosen:
+            data["where"] = {"column": chosen[0][0], "in": [bucket for _, bucket in chosen]}
         if data.get("kind") == "synthetic" and data.get("bins", "").strip():
             try:
                 data["synthetic_edges"] = column_edges(
@@ -454,6 +478,8 @@ class StatisticForm(forms.Form):
             query["quantiles"] = _numbers(data.get("quantiles") or "0.5")
         if data["kind"] == "range_histogram":
             query["bins"] = _whole_number(data.get("bins") or str(DEFAULT_RANGE_BINS))
+        if data.get("where"):
+            query["where"] = data["where"]
         return query
 
     def add_engine_error(self, field: str, message: str) -> None:
@@ -470,7 +496,14 @@ class StatisticForm(forms.Form):
             field = "bins"  # every column's edges are typed in that one field
         elif field == "columns" and kind != "kmeans":
             field = ""  # a table's two columns: said for the row
+        elif field.split(".")[0] == "where":
+            field = "groups"
         self.add_error(field if field in self.fields else None, message)
+
+
+def group_value(column: str, bucket: str) -> str:
+    """The option value of one group in StatisticForm's ``groups``."""
+    return json.dumps([column, bucket])
 
 
 StatisticFormSet = forms.formset_factory(StatisticForm, extra=0, can_delete=True, min_num=1)

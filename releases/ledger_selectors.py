@@ -6,8 +6,14 @@ from decimal import Decimal
 
 from django.db.models import Case, QuerySet, Value, When
 
+from privacy_engine.footprint import Footprint
 from releases.models import BudgetIncrease, BudgetMovement, Dataset
-from releases.selectors import Budget, dataset_list_visible
+from releases.selectors import (
+    Budget,
+    budgets_from_footprints,
+    dataset_list_visible,
+    footprints_of,
+)
 
 Kind = BudgetMovement.Kind
 
@@ -28,44 +34,54 @@ class LedgerRow:
 
 @dataclass
 class _Running:
-    total: Decimal = Decimal(0)
-    spent: Decimal = Decimal(0)
-    reserved: Decimal = Decimal(0)
+    """The journal replayed: totals, and the footprints of what is spent and what is reserved
+    (privacy_engine/footprint.py), from which the figures are derived as dataset_budget
+    derives them."""
 
-    def apply(self, kind: str, amount: Decimal) -> Budget:
-        if kind == Kind.RESERVATION:
-            self.reserved += amount
-        elif kind == Kind.SPEND:
-            self.reserved -= amount
-            self.spent += amount
-        elif kind == Kind.REFUND:
-            self.reserved -= amount
-        elif kind in (Kind.OPENING, Kind.TOP_UP):
-            self.total += amount
-        return Budget(self.total, self.spent, self.reserved)
+    epsilon_total: Decimal = Decimal(0)
+    delta_total: Decimal = Decimal(0)
+    spent: tuple[Footprint, Footprint] = (Footprint(), Footprint())
+    reserved: tuple[Footprint, Footprint] = (Footprint(), Footprint())
+
+    def apply(self, movement: BudgetMovement) -> tuple[Budget, Budget]:
+        footprint = footprints_of(
+            (movement.composition or {}).get("footprint"),
+            epsilon=movement.epsilon,
+            delta=movement.delta,
+        )
+        if movement.kind == Kind.RESERVATION:
+            self.reserved = _each(self.reserved, footprint, Footprint.plus)
+        elif movement.kind in (Kind.SPEND, Kind.REFUND):
+            self.reserved = _each(self.reserved, footprint, Footprint.minus)
+            if movement.kind == Kind.SPEND:
+                self.spent = _each(self.spent, footprint, Footprint.plus)
+        elif movement.kind in (Kind.OPENING, Kind.TOP_UP):
+            self.epsilon_total += movement.epsilon
+            self.delta_total += movement.delta
+        return budgets_from_footprints(
+            self.epsilon_total, self.delta_total, [self.spent], [self.reserved]
+        )
+
+
+def _each(pair: tuple, other: tuple, operation) -> tuple[Footprint, Footprint]:
+    return operation(pair[0], other[0]), operation(pair[1], other[1])
 
 
 def dataset_ledger_rows(*, dataset: Dataset) -> list[LedgerRow]:
     """Every movement of the dataset's budget, oldest first, with the running ε and δ figures
-    summed from these rows alone: the opening total first, then the rest.
+    derived from these rows alone: the opening total first, then the rest.
 
     Rows are in id order, the order they were written: a settlement's row is always written
     after its reservation's, whichever machine's clock stamped each one. The opening row comes
-    first even where migration 0011 wrote it after older rows. The figures are summed here in
-    Decimal, exactly (SQLite would sum these columns as floats)."""
-    epsilon, delta = _Running(), _Running()
+    first even where migration 0011 wrote it after older rows. The figures are computed here in
+    Decimal, exactly (SQLite would sum these columns as floats), from each row's footprint: a
+    release restricted to groups already paid for uses less than its own charge."""
+    running = _Running()
     opening_first = Case(When(kind=Kind.OPENING, then=Value(0)), default=Value(1))
     movements = dataset.budget_movements.select_related(
         "release__series", "increase__requested_by"
     ).order_by(opening_first, "id")
-    return [
-        LedgerRow(
-            movement=movement,
-            epsilon=epsilon.apply(movement.kind, movement.epsilon),
-            delta=delta.apply(movement.kind, movement.delta),
-        )
-        for movement in movements
-    ]
+    return [LedgerRow(movement, *running.apply(movement)) for movement in movements]
 
 
 def budget_increase_list(

@@ -249,6 +249,10 @@ class LedgerEntry(models.Model):
     definition_kind = models.CharField(max_length=40)
     epsilon = models.DecimalField(**BUDGET_FIELD)
     delta = models.DecimalField(**DELTA_FIELD, default=Decimal(0))
+    # What the release adds to the dataset's footprints, {"epsilon": …, "delta": …}
+    # (privacy_engine/footprint.py): amounts for everyone and per group of a partition column.
+    # Null for entries made before footprints: their amounts are for everyone.
+    footprint = models.JSONField(null=True, blank=True)
     state = models.CharField(max_length=20, choices=State.choices, default=State.RESERVED)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -7,11 +7,13 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Q, QuerySet, Sum
+from django.db.models import Q, QuerySet
 from django.urls import reverse
 
 from accounts.roles import Role, user_has_role
 from privacy_engine import PublishedRanges
+from privacy_engine.accounting import ledger_used
+from privacy_engine.footprint import Footprint
 from releases.models import (
     MICRODATA_PREFIX,
     AuditEvent,
@@ -56,22 +58,43 @@ class Budget:
         return {name: decimal_text(getattr(self, name)) for name in names}
 
 
-def dataset_budget(dataset: Dataset) -> tuple[Budget, Budget]:
-    """The ε and δ budgets of a dataset, from its ledger."""
-    sums = dataset.ledger.aggregate(
-        epsilon_spent=Sum("epsilon", filter=Q(state=LedgerEntry.State.SPENT)),
-        epsilon_reserved=Sum("epsilon", filter=Q(state=LedgerEntry.State.RESERVED)),
-        delta_spent=Sum("delta", filter=Q(state=LedgerEntry.State.SPENT)),
-        delta_reserved=Sum("delta", filter=Q(state=LedgerEntry.State.RESERVED)),
+def footprints_of(footprint: dict | None, *, epsilon: Decimal, delta: Decimal) -> tuple:
+    """The (ε, δ) footprints (privacy_engine/footprint.py) a ledger entry or a journal row
+    records; one written before footprints existed spends its (ε, δ) on everyone."""
+    data = footprint or {}
+    return (
+        Footprint.from_dict(data.get("epsilon"), default=epsilon),
+        Footprint.from_dict(data.get("delta"), default=delta),
     )
-    zero = Decimal(0)
-    epsilon = Budget(
-        dataset.budget_epsilon, sums["epsilon_spent"] or zero, sums["epsilon_reserved"] or zero
-    )
-    delta = Budget(
-        dataset.budget_delta, sums["delta_spent"] or zero, sums["delta_reserved"] or zero
-    )
-    return epsilon, delta
+
+
+def budgets_from_footprints(
+    total_epsilon: Decimal, total_delta: Decimal, spent: list[tuple], reserved: list[tuple]
+) -> tuple[Budget, Budget]:
+    """ε and δ budgets from the footprints of spent and of reserved releases: spent is what the
+    spent releases use together, reserved what the reserved ones add to that (a release on
+    groups already paid for adds less than its own charge, footprint.py)."""
+    budgets = []
+    for total, index, delta in ((total_epsilon, 0, False), (total_delta, 1, True)):
+        used_spent = ledger_used([f[index] for f in spent], delta=delta)
+        used = ledger_used([f[index] for f in [*spent, *reserved]], delta=delta)
+        budgets.append(Budget(total, used_spent, used - used_spent))
+    return budgets[0], budgets[1]
+
+
+def dataset_budget(dataset: Dataset, extra: tuple | None = None) -> tuple[Budget, Budget]:
+    """The ε and δ budgets of a dataset, from its ledger, with ``extra`` (a release's (ε, δ)
+    footprints) counted as reserved when given: what the budget would be after it."""
+    entries = dataset.ledger.filter(
+        state__in=[LedgerEntry.State.SPENT, LedgerEntry.State.RESERVED]
+    ).values_list("state", "epsilon", "delta", "footprint")
+    spent, reserved = [], []
+    for state, epsilon, delta, footprint in entries:
+        footprints = footprints_of(footprint, epsilon=epsilon, delta=delta)
+        (spent if state == LedgerEntry.State.SPENT else reserved).append(footprints)
+    if extra is not None:
+        reserved.append(extra)
+    return budgets_from_footprints(dataset.budget_epsilon, dataset.budget_delta, spent, reserved)
 
 
 def dataset_list_visible(*, user) -> QuerySet[Dataset]:

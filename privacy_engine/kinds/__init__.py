@@ -14,6 +14,7 @@ from privacy_engine.kinds import (  # noqa: F401  (registers them)
     kmeans,
     randomized_response,
     synthetic,
+    restricted,
 )
 
 # isort: on

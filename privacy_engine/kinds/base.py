@@ -111,6 +111,8 @@ class PlannedStatistic:
         }
         if getattr(self.query, "columns", ()):
             entry["columns"] = list(self.query.columns)
+        if getattr(self.query, "where", None) is not None:
+            entry["where"] = self.query.where.to_dict()
         if self.note is not None:
             entry["note"] = self.note
         return entry
@@ -147,6 +149,8 @@ class StatisticResult:
     # For a record-level file (randomized response), what the file is written from: its column,
     # categories, the number of reports of each, and the mechanism's public parameters.
     microdata: dict[str, Any] | None = None
+    # For a statistic restricted to groups of a partition column, ``{"column", "in"}``.
+    where: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -171,6 +175,8 @@ class StatisticResult:
             out["tree"] = self.tree
         if self.microdata is not None:
             out["microdata"] = self.microdata
+        if self.where is not None:
+            out["where"] = self.where
         if isinstance(self.value, dict):
             # The published order of the cells (declared categories, bins, columns), as a list:
             # stores such as PostgreSQL's jsonb do not keep the order of an object's keys.
@@ -303,6 +309,9 @@ class QueryKind(ABC):
 
 
 _KINDS: dict[str, QueryKind] = {}
+# Query types that wrap another kind's query (a restriction to groups): their kind is built from
+# the wrapped query's.
+_WRAPPERS: dict[type, Callable[[Any], QueryKind]] = {}
 
 
 def register(kind: QueryKind) -> QueryKind:
@@ -316,7 +325,16 @@ def unregister(name: str) -> None:
     del _KINDS[name]
 
 
+def register_wrapper(query_type: type, kind: Callable[[Any], QueryKind]) -> None:
+    """Make ``kind(query)`` the kind of every query of ``query_type``, a type that wraps another
+    kind's query."""
+    _WRAPPERS[query_type] = kind
+
+
 def kind_of(query: Any) -> QueryKind:
+    wrapper = _WRAPPERS.get(type(query))
+    if wrapper is not None:
+        return wrapper(query)
     try:
         return _KINDS[query.kind]
     except (KeyError, AttributeError):

@@ -2,6 +2,7 @@
 
 import secrets
 import unicodedata
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -20,6 +21,7 @@ from privacy_engine import (
     plan_release,
 )
 from privacy_engine.accounting import ledger_conversion
+from privacy_engine.composition import charged_footprints
 from privacy_engine.definitions import (
     ApproxDP,
     check_delta,
@@ -27,6 +29,7 @@ from privacy_engine.definitions import (
     delta_warnings,
 )
 from privacy_engine.errors import prefix_errors
+from privacy_engine.footprint import Footprint
 from privacy_engine.guidance import simulated_preview
 from privacy_engine.kinds import kind_of
 from privacy_engine.policies import check_policy_against_schema
@@ -35,7 +38,7 @@ from privacy_engine.schema import NumericColumn, schema_from_dict
 from privacy_engine.sensitivity import missing_is_public
 from privacy_engine.translation import blowfish_explanation
 from releases.models import Dataset, LedgerEntry, Release, ReleaseSeries
-from releases.selectors import dataset_budget
+from releases.selectors import Budget, dataset_budget
 from releases.services.audit import AuditAction, audit_record
 from releases.services.clock import database_now
 from releases.services.datasets import dataset_require_ready
@@ -301,7 +304,18 @@ class SubmissionRefused(Conflict):
         self.reason = reason
 
 
-def _charge(dataset: Dataset, plan) -> tuple[Ledger, Decimal, Decimal]:
+@dataclass(frozen=True)
+class Charge:
+    """What a release costs on a ledger: its own (ε, δ), and the footprints (ε, δ) it adds to
+    the dataset's (privacy_engine/footprint.py), which decide how much of the budget it uses."""
+
+    ledger: Ledger
+    epsilon: Decimal
+    delta: Decimal
+    footprint: tuple[Footprint, Footprint]
+
+
+def _charge(dataset: Dataset, plan) -> Charge:
     """The dataset's ledger (or the one this release would fix) and what the release costs on it;
     :class:`SubmissionRefused` when the release cannot be accounted there."""
     ledger = (
@@ -318,11 +332,29 @@ def _charge(dataset: Dataset, plan) -> tuple[Ledger, Decimal, Decimal]:
         )
     except IncompatibleLedger as error:
         raise SubmissionRefused("ledger_mismatch", str(error)) from None
-    return ledger, epsilon, delta
+    footprint = charged_footprints(
+        plan=plan, ledger=ledger, charged_epsilon=epsilon, charged_delta=delta
+    )
+    return Charge(ledger, epsilon, delta, footprint)
 
 
-def _refusal(dataset: Dataset, plan, epsilon: Decimal, delta: Decimal) -> SubmissionRefused | None:
-    """Why a release costing (ε, δ) cannot be submitted on ``dataset`` now, or None.
+def _over_budget(name: str, charge: Decimal, before: Budget, after: Budget) -> SubmissionRefused:
+    added = after.spent + after.reserved - before.spent - before.reserved
+    parallel = (
+        f" (it adds {name} = {_format_amount(added)} to what is in use: its statistics "
+        "restricted to groups compose in parallel with earlier ones on other groups)"
+        if added != charge
+        else ""
+    )
+    return SubmissionRefused(
+        "over_budget",
+        f"Not enough privacy budget: this release requests {name} = {_format_amount(charge)}"
+        f"{parallel} but only {name} = {_format_amount(before.remaining)} remains.",
+    )
+
+
+def _refusal(dataset: Dataset, plan, charge: Charge) -> SubmissionRefused | None:
+    """Why a release costing ``charge`` cannot be submitted on ``dataset`` now, or None.
 
     δ is checked against the table's real number of rows, which drafts never see (they use the
     public declared size): only the owning curator submits, and the message names the rule, not
@@ -338,19 +370,12 @@ def _refusal(dataset: Dataset, plan, epsilon: Decimal, delta: Decimal) -> Submis
                 "record with probability δ satisfies (0, δ)-DP. Choose a smaller δ (or leave it "
                 "empty for the default).",
             )
-    epsilon_budget, delta_budget = dataset_budget(dataset)
-    if epsilon > epsilon_budget.remaining:
-        return SubmissionRefused(
-            "over_budget",
-            f"Not enough privacy budget: this release requests ε = {_format_amount(epsilon)} "
-            f"but only ε = {_format_amount(epsilon_budget.remaining)} remains.",
-        )
-    if delta > delta_budget.remaining:
-        return SubmissionRefused(
-            "over_budget",
-            f"Not enough privacy budget: this release requests δ = {_format_amount(delta)} "
-            f"but only δ = {_format_amount(delta_budget.remaining)} remains.",
-        )
+    before = dataset_budget(dataset)
+    after = dataset_budget(dataset, extra=charge.footprint)
+    if after[0].remaining < 0:
+        return _over_budget("ε", charge.epsilon, before[0], after[0])
+    if after[1].remaining < 0:
+        return _over_budget("δ", charge.delta, before[1], after[1])
     return None
 
 
@@ -396,24 +421,25 @@ def release_charge_preview(*, release: Release) -> dict[str, Any]:
     refused = {"fits": False, "epsilon": None, "delta": None, "ledger": "", "note": ""}
     try:
         plan = _plan(dataset, release.definition, release.queries)
-        ledger, epsilon, delta = _charge(dataset, plan)
+        charge = _charge(dataset, plan)
     except ValidationFailed as error:
         messages = "; ".join(message for texts in error.errors.values() for message in texts)
         return {**refused, "error": messages, "preview": release.preview, "leaves": None}
     except SubmissionRefused as refusal:
         return {**refused, "error": refusal.detail, "preview": release.preview, "leaves": None}
+    ledger = charge.ledger
     note = ledger_conversion(definition_kind=plan.definition.kind, ledger_kind=ledger.kind) or ""
-    refusal = _refusal(dataset, plan, epsilon, delta)
-    epsilon_budget, _ = dataset_budget(dataset)
+    refusal = _refusal(dataset, plan, charge)
+    after, _ = dataset_budget(dataset, extra=charge.footprint)
     return {
         "fits": refusal is None,
         "error": refusal.detail if refusal is not None else "",
-        "epsilon": epsilon,
-        "delta": delta,
+        "epsilon": charge.epsilon,
+        "delta": charge.delta,
         "ledger": ledger.describe(),
         "note": note,
         # Never a negative remainder: a release that does not fit leaves nothing to show.
-        "leaves": epsilon_budget.remaining - epsilon if refusal is None else None,
+        "leaves": after.remaining if refusal is None else None,
         # Re-planned against the current schema: what submitting would actually run.
         "preview": plan.preview(),
     }
@@ -474,25 +500,24 @@ def _submit(*, release: Release, user) -> Release:
                 "This dataset's table is not ready (still converting, or its upload failed).",
             )
         plan = _plan(dataset, locked.definition, locked.queries)
-        ledger, epsilon, delta = _charge(dataset, plan)
-        refusal = _refusal(dataset, plan, epsilon, delta)
+        charge = _charge(dataset, plan)
+        ledger, epsilon, delta = charge.ledger, charge.epsilon, charge.delta
+        refusal = _refusal(dataset, plan, charge)
         if refusal is not None:
             raise refusal
         if not dataset.ledger_kind:
             dataset.ledger_kind, dataset.ledger_policy = ledger.kind, ledger.policy
             dataset.save(update_fields=["ledger_kind", "ledger_policy"])
+        composition = ledger_composition(plan=plan, ledger=ledger, epsilon=epsilon, delta=delta)
         entry = LedgerEntry.objects.create(
             dataset=dataset,
             release=locked,
             definition_kind=locked.definition["kind"],
             epsilon=epsilon,
             delta=delta,
+            footprint=composition["footprint"],
         )
-        budget_reservation_record(
-            entry=entry,
-            user=user,
-            composition=ledger_composition(plan=plan, ledger=ledger, epsilon=epsilon, delta=delta),
-        )
+        budget_reservation_record(entry=entry, user=user, composition=composition)
         locked.status = Release.Status.QUEUED
         locked.schema = dataset.schema
         locked.columns_text = statistics_columns_text(locked.queries)

@@ -252,3 +252,66 @@ def test_out_of_core_bounding_under_a_small_memory_limit_spills_rather_than_fail
     # then
     assert streamed.answers == InProcessEngine().aggregate(path, flat, _bound(plan.schema)).answers
     assert streamed.answers[0] == 50_000 * 7
+
+
+# Every kind restricted to groups of region: the buckets after its rules ("" → north, " east"
+# stripped to east, "west" and "x" → other).
+GROUPS = ["north", "other"]
+RESTRICTED = [
+    {**query, "where": {"column": "region", "in": GROUPS}}
+    for query in QUERIES
+    if query["kind"] != "count"
+] + [{"kind": "count", "where": {"column": "region", "in": ["south"]}}]
+
+
+def restricted_aggregates(schema: dict, path: str, engine) -> list:
+    plan = plan_release(schema=schema, definition=DEFINITION, queries=RESTRICTED)
+    flat = [request for wanted in _plan_requests(plan) for request in wanted]
+    return engine.aggregate(path, flat, _bound(plan.schema)).answers
+
+
+@pytest.mark.parametrize("schema", [SCHEMA, with_key(2)], ids=["rows", "c2"])
+def test_three_engines_give_identical_restricted_aggregates(stored, cluster_client, schema):
+    # given the three engines
+    engines_used = (
+        InProcessEngine(),
+        OutOfCoreEngine(memory_limit_bytes=64 << 20, threads=2, batch_rows=700),
+        DistributedEngine(client=cluster_client),
+    )
+
+    # when every kind is restricted to two groups of region
+    answers = {e.name: restricted_aggregates(schema, stored, e) for e in engines_used}
+
+    # then
+    assert answers["out_of_core"] == answers["in_process"]
+    assert answers["distributed"] == answers["in_process"]
+
+
+def region_bucket(value: str) -> str:
+    """The region column's rules, written out independently of the engine."""
+    value = value.strip()
+    if value == "":
+        return "north"
+    return value if value in ("north", "south", "east") else "other"
+
+
+@pytest.mark.parametrize("groups", [["north", "other"], ["south"], ["east", "south", "north"]])
+def test_a_restricted_statistic_is_the_statistic_of_its_groups_records(groups):
+    # given the table, and the rows of the groups picked out by hand
+    frame = pd.DataFrame(rows(ROWS), dtype=str)
+    picked = frame[frame["region"].map(region_bucket).isin(groups)].reset_index(drop=True)
+    restricted = [{**q, "where": {"column": "region", "in": groups}} for q in QUERIES]
+
+    # when
+    on_groups = run_queries(
+        frame, schema=SCHEMA, definition=DEFINITION, queries=restricted, noise=NoNoise()
+    )
+    on_picked = run_queries(
+        picked, schema=SCHEMA, definition=DEFINITION, queries=QUERIES, noise=NoNoise()
+    )
+
+    # then the exact answers (no noise) are those of the picked rows; each says its groups
+    for mine, theirs in zip(on_groups.statistics, on_picked.statistics, strict=True):
+        assert mine.value == theirs.value
+        assert mine.where == {"column": "region", "in": groups}
+        assert mine.rule.startswith(f"only records whose region is {' or '.join(groups)}")
