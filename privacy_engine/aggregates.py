@@ -178,6 +178,18 @@ class Within:
         return in_groups[labels.codes]
 
 
+def _restricted_table(table: TypedTable, within: Sequence[Within]) -> TypedTable:
+    """The rows in ``within``'s groups (all restricted to the same ones), with only the columns
+    their requests read: a copy of what is needed, not of the whole batch."""
+    numbers, labels = needed_columns([w.request for w in within])
+    narrowed = TypedTable(
+        row_count=table.row_count,
+        numbers={name: table.numbers[name] for name in numbers},
+        labels={name: table.labels[name] for name in labels},
+    )
+    return narrowed.take(within[0].rows(table))
+
+
 Aggregate = (
     RowCount
     | GridSum
@@ -354,7 +366,7 @@ def _shifted_sum(state: dict[int, int], count: int, request: ClusterSums, j: int
 def partial(request: Aggregate, table: TypedTable) -> Any:
     """The request's state on one batch of (contribution-bounded) rows."""
     if isinstance(request, Within):
-        return partial(request.request, table.take(request.rows(table)))
+        return partial(request.request, _restricted_table(table, [request]))
     if isinstance(request, RowCount):
         return table.row_count
     if isinstance(request, ClusterSums):
@@ -471,8 +483,7 @@ def partials(requests: Sequence[Aggregate], table: TypedTable) -> list[Any]:
             restricted.setdefault((request.partition, request.groups), []).append(request)
     states_within: dict[Aggregate, Any] = {}
     for within in restricted.values():
-        rows = within[0].rows(table)
-        inner = partials([w.request for w in within], table.take(rows))
+        inner = partials([w.request for w in within], _restricted_table(table, within))
         states_within.update(zip(within, inner, strict=True))
     groups: dict[tuple, list[Aggregate]] = {}
     for request in dict.fromkeys(requests):

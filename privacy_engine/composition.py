@@ -239,5 +239,5 @@ def release_composition(
         charged_epsilon=charged_epsilon,
         charged_delta=charged_delta,
         footprint=footprint,
-        groups=_groups_words(footprint[0]),
+        groups=_groups_words(plan.footprints()[0]),
     )

@@ -87,6 +87,8 @@ def simulated_preview(
         entry = {"kind": query.kind, "column": query.column, "simulated": None, "noisy": None}
         if getattr(query, "columns", ()):
             entry["columns"] = list(query.columns)
+        if getattr(query, "where", None) is not None:
+            entry["where"] = query.where.to_dict()
         entry["ci95"] = None
         if simulation is not None:
             shown, mechanism_input = simulation

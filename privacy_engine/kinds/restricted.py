@@ -100,6 +100,11 @@ def parse_where(spec: Any) -> Where:
     name the spec's fields relative to ``where``."""
     if not isinstance(spec, Mapping):
         raise EngineValidationError.single("", 'must be an object: {"column": …, "in": […]}')
+    unknown = sorted(str(key) for key in spec if key not in ("column", "in"))
+    if unknown:
+        raise EngineValidationError.single(
+            unknown[0][:100], 'not a field of a restriction: use "column" and "in"'
+        )
     column = spec.get("column")
     if not isinstance(column, str) or not column:
         raise EngineValidationError.single("column", "name a declared categorical column")
@@ -230,9 +235,10 @@ class RestrictedKind(QueryKind):
     def release(
         self, planned: PlannedStatistic, exact: Any, schema: Schema, common: dict[str, Any]
     ) -> StatisticResult:
-        schema = group_schema(schema, planned.query.where)
-        result = self.inner.release(_inner_planned(planned), exact, schema, common)
-        return _restricted_result(result, planned.query)
+        result = self.inner.release(
+            _inner_planned(planned), exact, group_schema(schema, planned.query.where), common
+        )
+        return _restricted_result(result, planned.query, schema)
 
     def release_rounds(
         self,
@@ -250,7 +256,7 @@ class RestrictedKind(QueryKind):
         result = self.inner.release_rounds(
             _inner_planned(planned), exact, ask_within, group_schema(schema, query.where), common
         )
-        return _restricted_result(result, query)
+        return _restricted_result(result, query, schema)
 
     def _context(self, query: Restricted, context: PlanContext) -> PlanContext:
         return dataclasses.replace(context, schema=group_schema(context.schema, query.where))
@@ -270,14 +276,19 @@ def _inner_planned(planned: PlannedStatistic) -> PlannedStatistic:
     return dataclasses.replace(planned, query=planned.query.query)
 
 
-def _restricted_result(result: StatisticResult, query: Restricted) -> StatisticResult:
-    """The inner kind's result, saying which records it counts. Its noisy cells are not offered
-    to consistency across the release (consistency.py): a group's table does not share its
-    totals with the whole table's."""
+def _restricted_result(
+    result: StatisticResult, query: Restricted, schema: Schema
+) -> StatisticResult:
+    """The inner kind's result, saying which records it counts and by which rules of the
+    partition column (a missing value filled into a group counts in it). Its noisy cells are
+    not offered to consistency across the release (consistency.py): a group's table does not
+    share its totals with the whole table's."""
+    partition = schema.column(query.where.column)
+    groups_rule = f"{query.where.describe()} ({query.where.column}: {partition.rule()})"
     return dataclasses.replace(
         result,
         where=query.where.to_dict(),
-        rule="; ".join(filter(None, [query.where.describe(), result.rule])),
+        rule="; ".join(filter(None, [groups_rule, result.rule])),
         noisy_table=None,
     )
 

@@ -451,7 +451,10 @@ def release_columns_from_data(*, release: Release) -> list[str]:
     used = [
         name
         for query in release.queries
-        for name in (query.get("columns") or ([query["column"]] if query.get("column") else []))
+        for name in (
+            *(query.get("columns") or ([query["column"]] if query.get("column") else [])),
+            *([query["where"].get("column")] if isinstance(query.get("where"), dict) else []),
+        )
     ]
     return [name for name in dict.fromkeys(used) if declared.get(name, {}).get("from_data") is True]
 

@@ -135,6 +135,11 @@ def test_blowfish_refuses_a_restriction_naming_the_field():
         ({"column": "region", "in": [1]}, "queries.0.where.in", "one or more"),
         ({"column": "region", "in": ["north", "north"]}, "queries.0.where.in", "once"),
         ({"column": "region", "in": ["west"]}, "queries.0.where.in", "not a category"),
+        (
+            {"column": "region", "in": ["north"], "not_in": ["south"]},
+            "queries.0.where.not_in",
+            "not a field",
+        ),
     ],
 )
 def test_bad_restrictions_are_refused_naming_the_field(spec, path, words):
@@ -186,6 +191,9 @@ def test_a_blowfish_ledger_charges_a_restricted_release_for_everyone():
         charged_delta=Decimal(0),
     ).to_dict()
     assert composition["footprint"]["epsilon"] == {"everyone": "2"}
+    # and the words still say how the groups composed before the ledger's conversion
+    assert composition["rule"] == "sequential, parallel over groups"
+    assert composition["ledger"] == "ε-DP on a Blowfish ledger: charged 2ε"
 
 
 def test_footprints_across_releases_charge_the_worst_group():

@@ -177,3 +177,23 @@ def test_the_wizard_restricts_a_statistic_to_groups(curator_client, client, cura
     unknown = client.post(url, statistics_formset({"kind": "count", "groups": ['["sex", "X"]']}))
     assert unknown.status_code == 200
     assert "Select a valid choice" in unknown.content.decode()
+
+
+def test_a_partition_column_taken_from_the_data_needs_the_curators_consent(
+    curator_client, dataset, curator
+):
+    # given sex's categories taken from the data, and a count restricted to F
+    from releases.services.datasets import dataset_schema_update
+    from releases.services.releases import release_columns_from_data
+    from tests.conftest import CLINIC_SCHEMA
+
+    sex = {**CLINIC_SCHEMA["columns"]["sex"], "from_data": True}
+    schema = {**CLINIC_SCHEMA, "columns": {**CLINIC_SCHEMA["columns"], "sex": sex}}
+    dataset_schema_update(dataset=dataset, user=curator, schema=schema)
+    payload = body(dataset.pk, 0.5)
+    payload["queries"] = [{"kind": "count", "where": {"column": "sex", "in": ["F"]}}]
+    created = curator_client.post("/api/v1/releases/", payload, format="json").json()
+
+    # then the release uses sex's data-taken categories: publishing them needs consent
+    release = Release.objects.get(pk=created["id"])
+    assert release_columns_from_data(release=release) == ["sex"]
