@@ -411,10 +411,19 @@ class StatisticForm(forms.Form):
         self.numeric = set(numeric or [])
         # Each categorical column's buckets, one option each as [column, bucket] in JSON (a
         # category may hold any character).
-        self.fields["groups"].choices = [
+        choices = [
             (column, [(group_value(column, bucket), bucket) for bucket in buckets])
             for column, buckets in (partitions or {}).items()
         ]
+        # A saved group the schema no longer declares stays chosen, so saving again sends it
+        # and the engine says it is not a category, rather than the restriction vanishing.
+        offered = {value for _, options in choices for value, _ in options}
+        gone = [value for value in self.initial.get("groups") or [] if value not in offered]
+        if gone:
+            choices.append(
+                ("no longer declared", [(value, json.loads(value)[1]) for value in gone])
+            )
+        self.fields["groups"].choices = choices
         self.fields["column"].choices = [("", "—")] + [(c, c) for c in columns or []]
         self.fields["second_column"].choices = self.fields["column"].choices
         self.fields["columns"].choices = [(c, c) for c in numeric or []]

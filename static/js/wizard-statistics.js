@@ -41,6 +41,18 @@
     Array.prototype.forEach.call(body.querySelectorAll("tr.statistic-row"), function (row) {
       row.querySelector(".share").textContent = "—";
     });
+    // Statistics on disjoint groups share ε in parallel: the engine splits it on saving, and
+    // the preview shows each share.
+    var grouped = rows.some(function (row) {
+      var groups = row.querySelector("select[name$='-groups']");
+      return groups && groups.selectedOptions.length > 0;
+    });
+    if (grouped) {
+      rows.forEach(function (row) {
+        row.querySelector(".share").textContent = "on the preview (groups share ε)";
+      });
+      return;
+    }
     rows.forEach(function (row, i) {
       row.querySelector(".share").textContent = sum > 0 ? (epsilon * weights[i] / sum).toFixed(4) : "—";
     });

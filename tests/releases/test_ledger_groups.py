@@ -197,3 +197,32 @@ def test_a_partition_column_taken_from_the_data_needs_the_curators_consent(
     # then the release uses sex's data-taken categories: publishing them needs consent
     release = Release.objects.get(pk=created["id"])
     assert release_columns_from_data(release=release) == ["sex"]
+
+
+def test_a_saved_group_the_schema_dropped_is_not_silently_lost(
+    curator_client, client, curator, dataset
+):
+    # given a draft restricted to M, then M dropped from sex's categories
+    from releases.services.datasets import dataset_schema_update
+    from tests.conftest import CLINIC_SCHEMA
+
+    created = curator_client.post(
+        "/api/v1/releases/", body(dataset.pk, 0.5, "M"), format="json"
+    ).json()
+    sex = {"kind": "categorical", "categories": ["F"], "other": "other"}
+    schema = {**CLINIC_SCHEMA, "columns": {**CLINIC_SCHEMA["columns"], "sex": sex}}
+    dataset_schema_update(dataset=dataset, user=curator, schema=schema)
+    client.force_login(curator)
+    url = f"/releases/{created['id']}/statistics/"
+
+    # when the statistics step is shown and saved as it is
+    page = client.get(url).content.decode()
+    assert '<optgroup label="no longer declared">' in page
+    saved = client.post(
+        url, statistics_formset({"kind": "mean", "column": "age", "groups": ['["sex", "M"]']})
+    )
+
+    # then the engine's refusal is shown at the groups, and the draft keeps M
+    assert saved.status_code == 200
+    assert "not a category of sex: M" in saved.content.decode()
+    assert Release.objects.get(pk=created["id"]).queries[0]["where"]["in"] == ["M"]
