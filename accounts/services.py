@@ -1,4 +1,4 @@
-"""Writes for users: creation with a role, and logins (which are audited)."""
+"""Writes for users: creation with a role, and logins (audited: accounts/signals.py)."""
 
 import secrets
 
@@ -8,7 +8,7 @@ from django.db import transaction
 from rest_framework.authtoken.models import Token
 
 from accounts.roles import Role
-from releases.services.audit import AuditAction, audit_record
+from audit.chain import AuditAction, audit_record
 
 
 def user_create_or_reset(
@@ -36,29 +36,24 @@ def user_create_or_reset(
 
 
 def user_login(*, request, username: str, password: str) -> AbstractBaseUser | None:
-    """Check credentials and record the attempt; return the user or ``None``."""
-    user = authenticate(request, username=username, password=password)
-    with transaction.atomic():
-        if user is None:
-            # The typed name is recorded only if it is an account's: a mistyped password typed
-            # into the username field must not end up in the audit trail.
-            account = get_user_model().objects.filter(username=username).first()
-            audit_record(
-                actor=None,
-                action=AuditAction.LOGIN_FAILED,
-                object_type="user",
-                object_id=account.pk if account else None,
-                details={"username": username if account else "(unknown account)"},
-            )
-            return None
-        audit_record(actor=user, action=AuditAction.LOGIN, object_type="user", object_id=user.pk)
-    return user
+    """Check credentials; return the user or ``None``. A failure is recorded by the signal
+    django.contrib.auth sends (accounts/signals.py), as for the admin's login."""
+    return authenticate(request, username=username, password=password)
 
 
 def auth_token_obtain(*, request, username: str, password: str) -> str | None:
-    """Log in for the API and return the user's token key, or ``None`` for bad credentials."""
+    """Log in for the API and return the user's token key, or ``None`` for bad credentials.
+    The login is recorded here: a token login opens no session, so no signal records it."""
     user = user_login(request=request, username=username, password=password)
     if user is None:
         return None
-    token, _ = Token.objects.get_or_create(user=user)
+    with transaction.atomic():
+        token, _ = Token.objects.get_or_create(user=user)
+        audit_record(
+            actor=user,
+            action=AuditAction.LOGIN,
+            object_type="user",
+            object_id=user.pk,
+            details={"via": "api"},
+        )
     return token.key

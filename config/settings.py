@@ -5,6 +5,7 @@ with no server. Production sets DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY and 
 off a missing SECRET_KEY is an error, never a default.
 """
 
+import os
 from pathlib import Path
 
 import environ
@@ -37,6 +38,44 @@ if DEBUG:
 else:
     # No default in production: a missing key stops the app instead of running with a known one.
     SECRET_KEY = env.str("SECRET_KEY")
+
+def _development_audit_key() -> str:
+    """The audit trail's HMAC key for development, kept in var/ beside the secret key."""
+    import secrets
+
+    key_file = VAR_DIR / "audit_hmac_key"
+    if not key_file.exists():
+        # Written whole under a name of its own, mode 0600 from the start, then linked into
+        # place: of two processes starting at once, the first link wins and both read it.
+        partial = key_file.with_name(f".audit_hmac_key.{os.getpid()}.{secrets.token_hex(8)}")
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as out:
+            out.write(secrets.token_hex(32))
+        try:
+            os.link(partial, key_file)
+        except FileExistsError:
+            pass
+        finally:
+            partial.unlink()
+    return key_file.read_text().strip()
+
+
+# The key of the audit trail's HMAC chain (audit/chain.py), kept outside the database so that
+# whoever can write the database cannot re-hash a rewritten trail. Changing it makes every
+# earlier event fail verification: keep it as carefully as SECRET_KEY, and never in a backup of
+# the database. No default in production.
+if DEBUG:
+    AUDIT_HMAC_KEY = env.str("AUDIT_HMAC_KEY", default="") or _development_audit_key()
+else:
+    AUDIT_HMAC_KEY = env.str("AUDIT_HMAC_KEY")
+# The hash of the last event written before the trail was keyed, "none" when there was none:
+# migration audit 0003 records it outside the database (in this file, unless the environment
+# sets it), so a trail rewritten as "legacy" events cannot pass for one. In production, set it
+# from what the migration printed.
+AUDIT_LEGACY_HEAD = env.str("AUDIT_LEGACY_HEAD", default="")
+AUDIT_LEGACY_HEAD_PATH = Path(
+    env.str("AUDIT_LEGACY_HEAD_PATH", default=str(VAR_DIR / "audit_legacy_head"))
+)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -51,17 +90,22 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "audit",
     "accounts",
     "releases",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Events recorded while serving a request carry its client's truncated address.
+    "audit.context.ClientAddressMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A logged-in user's 403s and object 404s are audit events.
+    "audit.context.AccessDeniedMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]

@@ -26,10 +26,9 @@ SQLite: ``INSERT OR REPLACE`` deletes the row it replaces without firing DELETE 
 
 from __future__ import annotations
 
-from django.core import checks
-from django.db import connections, transaction
-from django.db.migrations.executor import MigrationExecutor
-from django.db.migrations.recorder import MigrationRecorder
+from django.db import connections
+
+from audit.triggers import REFUSE, TriggerSet, sqlite_trigger
 
 MESSAGE = "a published version is immutable"
 FINAL = "a withdrawal is final"
@@ -45,14 +44,6 @@ def _published(release_id: str) -> str:
     )
 
 
-def _sqlite(name: str, event: str, table: str, when: str | None, message: str) -> str:
-    condition = f"\n        FOR EACH ROW WHEN {when}" if when else ""
-    return f"""
-        CREATE TRIGGER {name}
-        BEFORE {event} ON {table}{condition}
-        BEGIN SELECT RAISE(ABORT, '{message}'); END"""
-
-
 _SERIES_KEY_CHANGED = (
     "(NEW.id IS NOT OLD.id OR NEW.slug IS NOT OLD.slug"
     " OR NEW.dataset_id IS NOT OLD.dataset_id OR NEW.owner_id IS NOT OLD.owner_id)"
@@ -62,7 +53,7 @@ _SERIES_PUBLISHED = (
 )
 
 SQLITE_TRIGGERS: dict[str, str] = {
-    name: _sqlite(name, *spec)
+    name: sqlite_trigger(name, *spec)
     for name, spec in {
         "releases_release_published_no_insert": (
             "INSERT",
@@ -151,7 +142,7 @@ SQLITE_TRIGGERS: dict[str, str] = {
     }.items()
 }
 
-_REFUSE = "USING ERRCODE = 'integrity_constraint_violation'"
+_REFUSE = REFUSE
 
 POSTGRESQL_FUNCTIONS: dict[str, str] = {
     "releases_refuse_published_release_change": f"""
@@ -285,79 +276,28 @@ _POSTGRESQL_SPECS: dict[str, tuple[str, str, str, str]] = {
     },
 }
 
-POSTGRESQL_TRIGGERS: dict[str, str] = {
-    name: f"""
-    CREATE OR REPLACE TRIGGER {name}
-    {events} ON {table}
-    {level} EXECUTE FUNCTION {function}()"""
-    for name, (table, events, level, function) in _POSTGRESQL_SPECS.items()
-}
+PUBLISHED_VERSIONS = TriggerSet(
+    migration=MIGRATION,
+    check_id="releases.E001",
+    purpose="keep published versions immutable",
+    sqlite=SQLITE_TRIGGERS,
+    postgresql_functions=POSTGRESQL_FUNCTIONS,
+    postgresql_specs=_POSTGRESQL_SPECS,
+)
+POSTGRESQL_TRIGGERS = PUBLISHED_VERSIONS.postgresql
+trigger_names = PUBLISHED_VERSIONS.names
+install_triggers = PUBLISHED_VERSIONS.install
+drop_triggers = PUBLISHED_VERSIONS.drop
+installed_triggers = PUBLISHED_VERSIONS.installed
 
 
-def trigger_names(vendor: str) -> set[str]:
-    """The names of the triggers this database should have."""
-    if vendor == "sqlite":
-        return set(SQLITE_TRIGGERS)
-    if vendor == "postgresql":
-        return set(POSTGRESQL_TRIGGERS)
-    raise RuntimeError(f"No immutability triggers are written for {vendor}.")
+def check_triggers(app_configs=None, databases=None, **kwargs):
+    """releases.E001 (a function: the check registry tags what it registers)."""
+    return PUBLISHED_VERSIONS.check(app_configs, databases, **kwargs)
 
 
-def install_triggers(connection) -> None:
-    """Create every trigger, or replace it with its current definition, in one transaction."""
-    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            # SQLite has no CREATE OR REPLACE TRIGGER: drop and create, so a changed definition
-            # replaces the old one (the transaction keeps the table from being without it).
-            for name, statement in SQLITE_TRIGGERS.items():
-                cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
-                cursor.execute(statement)
-        elif connection.vendor == "postgresql":
-            for statement in [*POSTGRESQL_FUNCTIONS.values(), *POSTGRESQL_TRIGGERS.values()]:
-                cursor.execute(statement)
-        else:
-            raise RuntimeError(f"No immutability triggers are written for {connection.vendor}.")
-
-
-def drop_triggers(connection, *, functions: bool = True) -> None:
-    """Drop every trigger (and on PostgreSQL, unless told otherwise, their functions)."""
-    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            for name in SQLITE_TRIGGERS:
-                cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
-        elif connection.vendor == "postgresql":
-            for name, (table, *_) in _POSTGRESQL_SPECS.items():
-                cursor.execute(f"DROP TRIGGER IF EXISTS {name} ON {table}")
-            if functions:
-                for name in POSTGRESQL_FUNCTIONS:
-                    cursor.execute(f"DROP FUNCTION IF EXISTS {name}()")
-
-
-def installed_triggers(connection) -> set[str]:
-    """The names of this module's triggers the database has now."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
-        else:
-            cursor.execute(
-                "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-                "WHERE NOT t.tgisinternal AND c.relnamespace = current_schema()::regnamespace"
-            )
-        present = {name for (name,) in cursor.fetchall()}
-    return present & trigger_names(connection.vendor)
-
-
-def _due(connection) -> bool:
-    """Whether the database should have the triggers: a supported one, migrated past 0010."""
-    if connection.vendor not in ("sqlite", "postgresql"):
-        return False
-    return MIGRATION in MigrationRecorder(connection).applied_migrations()
-
-
-def _pending(connection) -> bool:
-    """Whether the database has migrations to apply (a migrate would install the triggers)."""
-    executor = MigrationExecutor(connection)
-    return bool(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+def reinstall_after_migrate(sender, using, **kwargs) -> None:
+    PUBLISHED_VERSIONS.reinstall_after_migrate(sender, using, **kwargs)
 
 
 def drop_before_migrate(sender, using, plan=None, **kwargs) -> None:
@@ -369,33 +309,3 @@ def drop_before_migrate(sender, using, plan=None, **kwargs) -> None:
     connection = connections[using]
     if plan and connection.vendor == "sqlite":
         drop_triggers(connection)
-
-
-def reinstall_after_migrate(sender, using, **kwargs) -> None:
-    """post_migrate: put back any trigger a migration dropped (SQLite rebuilds a table to alter
-    it, and its triggers go with the old table), and bring every one up to date."""
-    connection = connections[using]
-    if _due(connection):
-        install_triggers(connection)
-
-
-def check_triggers(app_configs=None, databases=None, **kwargs) -> list[checks.CheckMessage]:
-    """releases.E001: a database migrated past 0010, with nothing left to migrate, that lacks one
-    of the triggers (with migrations pending, the coming migrate installs them)."""
-    errors = []
-    for alias in databases or []:
-        connection = connections[alias]
-        if not _due(connection) or _pending(connection):
-            continue
-        missing = trigger_names(connection.vendor) - installed_triggers(connection)
-        if missing:
-            errors.append(
-                checks.Error(
-                    f"Database '{alias}' lacks the triggers that keep published versions "
-                    f"immutable: {', '.join(sorted(missing))}.",
-                    hint="Run `manage.py migrate` (with --skip-checks if this check stops it): "
-                    "every migrate re-creates them.",
-                    id="releases.E001",
-                )
-            )
-    return errors

@@ -400,31 +400,3 @@ class ReleaseFile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.format} of release {self.release_id}"
-
-
-class AuditChainHead(models.Model):
-    """The single row every audit writer locks, so the hash chain can never fork."""
-
-    last_event_id = models.BigIntegerField(null=True)
-    last_hash = models.CharField(max_length=64, default="0" * 64)
-
-    def __str__(self) -> str:
-        return f"audit chain head at event {self.last_event_id}"
-
-
-class AuditEvent(models.Model):
-    at = models.DateTimeField()
-    actor = models.CharField(max_length=150, help_text="username, or 'anonymous' / 'system'")
-    action = models.CharField(max_length=60, db_index=True)
-    object_type = models.CharField(max_length=60)
-    object_id = models.CharField(max_length=60, blank=True)
-    dataset_id = models.BigIntegerField(null=True, blank=True, db_index=True)
-    details = models.JSONField(default=dict)
-    previous_hash = models.CharField(max_length=64)
-    hash = models.CharField(max_length=64, unique=True)
-
-    class Meta:
-        ordering = ["-id"]
-
-    def __str__(self) -> str:
-        return f"#{self.pk} {self.action} by {self.actor}"

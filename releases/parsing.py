@@ -85,6 +85,27 @@ def audit_filters_parse(params) -> tuple[dict, dict[str, list[str]]]:
     return filters, errors
 
 
+def audit_anchor_parse(params) -> tuple[list[dict], dict[str, list[str]]]:
+    """An anchor to check the trail against, from ``anchor_hash`` (64 hexadecimal digits) and,
+    optionally, ``anchor_event`` (its event's id); errors naming each bad one."""
+    errors: dict[str, list[str]] = {}
+    digest = params.get("anchor_hash") or None
+    event = params.get("anchor_event") or None
+    if digest is None:
+        if event is not None:
+            errors["anchor_hash"] = ["give the anchored hash with anchor_event"]
+        return [], errors
+    if not re.fullmatch(r"[0-9a-f]{64}", digest):
+        errors["anchor_hash"] = ["must be 64 lowercase hexadecimal digits"]
+    anchor: dict = {"hash": digest}
+    if event is not None:
+        if re.fullmatch(r"[0-9]{1,19}", event) and int(event) < 2**63:
+            anchor["event"] = int(event)
+        else:
+            errors["anchor_event"] = ["must be an event id"]
+    return ([] if errors else [anchor]), errors
+
+
 def range_params_parse(params) -> tuple[tuple[float, float] | None, dict[str, list[str]]]:
     """A range's ``from`` and ``to`` (numbers in the column's units) from query parameters, and
     errors naming each missing or bad one."""

@@ -11,12 +11,12 @@ from django.db.models import Q, QuerySet
 from django.urls import reverse
 
 from accounts.roles import Role, user_has_role
+from audit.models import AuditEvent
 from privacy_engine import PublishedRanges
 from privacy_engine.accounting import ledger_used
 from privacy_engine.footprint import Footprint
 from releases.models import (
     MICRODATA_PREFIX,
-    AuditEvent,
     Dataset,
     LedgerEntry,
     NoisyAnswer,

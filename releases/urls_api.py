@@ -64,6 +64,7 @@ urlpatterns = [
         name="api-release-simulated-preview",
     ),
     path("audit/verify/", views.AuditVerifyApi.as_view(), name="api-audit-verify"),
+    path("audit/anchor/", views.AuditAnchorApi.as_view(), name="api-audit-anchor"),
     path("signing-key/", signing.SigningKeyApi.as_view(), name="api-signing-key"),
     path(
         "datasets/<int:dataset_id>/ledger/",

@@ -12,6 +12,7 @@ from django.http import Http404
 from django.shortcuts import render
 
 from accounts.roles import Role, user_has_role
+from audit.chain import AuditAction
 from privacy_engine import EngineValidationError, NumericColumn, format_number
 from privacy_engine.kinds.range_histogram import bin_edges, range_sum
 from releases import ledger_selectors, selectors
@@ -22,7 +23,7 @@ from releases.parsing import (
     catalog_filters_parse,
     range_params_parse,
 )
-from releases.services.audit import AuditAction, audit_chain_verify
+from releases.services.budget_audit import trail_verification
 from releases.services.versions import version_citation
 
 CATALOG_PAGE_SIZE = 10
@@ -416,7 +417,7 @@ def audit_page(request):
         "audit/events.html",
         {
             "page": page,
-            "chain": audit_chain_verify(),
+            "chain": trail_verification(),
             "datasets": datasets,
             "pending_increases": ledger_selectors.budget_increase_list(
                 user=request.user, status="pending"

@@ -60,14 +60,16 @@ def _empty_public_cache():
 @pytest.fixture(autouse=True, scope="session")
 def _sqlite_flush_like_truncate():
     """Emptying the test database between transactional tests (Django's flush) removes every
-    row, published versions too, which the immutability triggers (releases/immutability.py)
-    refuse: row by row on SQLite (a DELETE), as a whole on PostgreSQL (a TRUNCATE). The flush
+    row, published versions and audit events too, which their triggers
+    (releases/immutability.py, audit/immutability.py) refuse: row by row on SQLite (a DELETE),
+    as a whole on PostgreSQL (a TRUNCATE). The flush
     alone runs without them: they are dropped and installed again, unchanged, in the flush's own
     transaction. No test's own write ever runs without them."""
     from django.db import transaction
     from django.db.backends.base.operations import BaseDatabaseOperations
 
-    from releases import immutability
+    from audit.immutability import AUDIT_EVENTS
+    from releases.immutability import PUBLISHED_VERSIONS
 
     original = BaseDatabaseOperations.execute_sql_flush
 
@@ -75,11 +77,16 @@ def _sqlite_flush_like_truncate():
         if self.connection.vendor not in ("sqlite", "postgresql"):
             return original(self, sql_list)
         with transaction.atomic(using=self.connection.alias):
-            present = immutability.installed_triggers(self.connection)
-            immutability.drop_triggers(self.connection, functions=False)
+            present = [
+                triggers
+                for triggers in (PUBLISHED_VERSIONS, AUDIT_EVENTS)
+                if triggers.installed(self.connection)
+            ]
+            for triggers in present:
+                triggers.drop(self.connection, functions=False)
             original(self, sql_list)
-            if present:
-                immutability.install_triggers(self.connection)
+            for triggers in present:
+                triggers.install(self.connection)
 
     patch = pytest.MonkeyPatch()
     patch.setattr(BaseDatabaseOperations, "execute_sql_flush", execute_sql_flush)
@@ -142,6 +149,19 @@ def client_for(user) -> APIClient:
 @pytest.fixture
 def anonymous_client():
     return APIClient()
+
+
+@pytest.fixture
+def database_administrator(db):
+    """Someone who can write the database directly: the audit table's triggers are dropped
+    first, as such a person could (the keyed chain must still catch what they do)."""
+    from django.db import connection
+
+    from audit.immutability import AUDIT_EVENTS
+
+    AUDIT_EVENTS.drop(connection)
+    yield
+    AUDIT_EVENTS.install(connection)
 
 
 @pytest.fixture

@@ -145,6 +145,12 @@ def manage_in_one_process(env: dict[str, str], *commands: tuple[str, ...]) -> No
     _python(env, "-c", script, json.dumps(commands))
 
 
+def _session_audit_key() -> str:
+    from django.conf import settings
+
+    return settings.AUDIT_HMAC_KEY
+
+
 def base_env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
     env.update(
@@ -153,6 +159,10 @@ def base_env(tmp_path: Path) -> dict[str, str]:
             "VAR_DIR": str(tmp_path / "var"),
             "DEBUG": "1",
             "SECRET_KEY": secrets.token_urlsafe(32),
+            # One audit key for every process of the test session, this one included: a
+            # worker's events and the tests' reads of the trail verify under the same key, and
+            # database templates copied between stacks keep verifying.
+            "AUDIT_HMAC_KEY": _session_audit_key(),
             "CELERY_TASK_ALWAYS_EAGER": "0",
             "PYTHONUNBUFFERED": "1",
         }
@@ -221,8 +231,8 @@ class Stacks:
     Database templates: a stack's database is made ready (migrated, with the e2e curator and
     auditor) as a copy of a template the session makes once per kind, by the same commands.
     Made for each stack it costs ~6 s of Django processes; copied, a fraction of a second.
-    Nothing in it depends on the stack's other settings (password hashes and the audit trail's
-    hash chain use no secret).
+    Nothing in it depends on the stack's other settings (password hashes use no secret, and
+    every stack's audit trail is keyed with the session's one AUDIT_HMAC_KEY).
 
     Processes still shutting down: a stack whose broker and database are its own files lets its
     processes finish their warm shutdown (a worker on the SQLAlchemy broker ends its poll first,

@@ -483,6 +483,10 @@ class AuditEventSerializer(serializers.Serializer):
     object_id = serializers.CharField(allow_blank=True)
     dataset = serializers.IntegerField(allow_null=True)
     details = _object("What the action recorded (free-form)")
+    client = serializers.CharField(
+        allow_blank=True,
+        help_text="The client's network for a web request (IPv4 /24, IPv6 /48), else empty",
+    )
     hash = serializers.CharField()
     previous_hash = serializers.CharField()
 
@@ -490,12 +494,30 @@ class AuditEventSerializer(serializers.Serializer):
 AUDIT_EVENT_PAGE = page_of("AuditEventPage", AuditEventSerializer(many=True))
 
 
+class BudgetMismatchSerializer(serializers.Serializer):
+    dataset = serializers.IntegerField(allow_null=True)
+    what = serializers.CharField(help_text="The figure, e.g. 'total ε' or 'release 7: state'")
+    table = serializers.CharField(help_text="What the tables hold")
+    trail = serializers.CharField(help_text="What the audit trail recorded")
+
+
 class AuditVerifySerializer(serializers.Serializer):
-    valid = serializers.BooleanField()
+    valid = serializers.BooleanField(
+        help_text="The chain holds, every budget matches the trail and every anchor is there"
+    )
     events = serializers.IntegerField(help_text="Events in the trail")
     first_broken_event = serializers.IntegerField(
-        allow_null=True, help_text="The first event whose hash or link does not match"
+        allow_null=True, help_text="The first event whose id, hash or link does not match"
     )
+    problem = serializers.CharField(allow_null=True, help_text="What is wrong with that event")
+    budget_mismatches = BudgetMismatchSerializer(many=True)
+    anchor_problems = serializers.ListField(child=serializers.CharField())
+
+
+class AuditAnchorSerializer(serializers.Serializer):
+    event = serializers.IntegerField(allow_null=True, help_text="The newest event's id")
+    hash = serializers.CharField(help_text="Its hash")
+    at = serializers.CharField(help_text="When the anchor was read (ISO 8601)")
 
 
 # --- guidance ---------------------------------------------------------------------------------

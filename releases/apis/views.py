@@ -4,11 +4,13 @@ import math
 import re
 
 from django.conf import settings
+from django.contrib.auth import get_user
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_view
-from rest_framework import serializers, status
+from rest_framework import exceptions, serializers, status
+from rest_framework.authentication import TokenAuthentication
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
@@ -16,6 +18,7 @@ from rest_framework.views import APIView
 
 from accounts.permissions import IsCompliance, IsCurator, IsCuratorOrCompliance
 from accounts.services import auth_token_obtain
+from audit.chain import AuditAction, audit_anchor, audit_record
 from privacy_engine import (
     MAX_ROWS,
     EngineValidationError,
@@ -40,12 +43,13 @@ from releases.apis.versions import (
 )
 from releases.models import Dataset, Release
 from releases.parsing import (
+    audit_anchor_parse,
     audit_filters_parse,
     catalog_filters_parse,
     parse_finite_number,
     range_params_parse,
 )
-from releases.services.audit import AuditAction, audit_chain_verify, audit_record
+from releases.services.budget_audit import trail_verification
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.errors import ValidationFailed
 from releases.services.releases import (
@@ -479,6 +483,22 @@ class CatalogRangeApi(APIView):
         return Response({"statistic": position, **answer})
 
 
+def _download_actor(request):
+    """Who downloads a public file, for the audit trail: the logged-in user (a session, or a
+    valid token) or anonymous. The file is public, so a bad token is not refused here: it is
+    simply not anyone's."""
+    # The session's user, read from the session itself: this view authenticates nobody, so
+    # DRF has set the request's user to anonymous.
+    user = get_user(request._request)
+    if user.is_authenticated:
+        return user
+    try:
+        found = TokenAuthentication().authenticate(request)
+    except exceptions.AuthenticationFailed:
+        found = None
+    return found[0] if found else request.user  # AnonymousUser: recorded as anonymous
+
+
 @extend_schema_view(
     get=documented("Download a published file", files=FILE_MEDIA_TYPES, throttled=True)
 )
@@ -496,7 +516,7 @@ class CatalogFileApi(PublishedVersionReadOnly, APIView):
         if release_file is None:
             raise Http404
         audit_record(
-            actor=request.user,
+            actor=_download_actor(request),
             action=AuditAction.FILE_DOWNLOADED,
             object_type="release_file",
             object_id=release_file.pk,
@@ -545,6 +565,7 @@ class AuditEventListApi(APIView):
                 "object_id": e.object_id,
                 "dataset": e.dataset_id,
                 "details": e.details,
+                "client": e.client,
                 "hash": e.hash,
                 "previous_hash": e.previous_hash,
             },
@@ -553,7 +574,11 @@ class AuditEventListApi(APIView):
 
 @extend_schema_view(
     get=documented(
-        "Verify the audit trail's hash chain (compliance)",
+        "Verify the audit trail's hash chain and every dataset's budget against it (compliance)",
+        parameters=[
+            query("anchor_event", "An anchored event's id (with anchor_hash)", int),
+            query("anchor_hash", "An anchored head's hash, e.g. a version's audit_head", str),
+        ],
         response=responses.AuditVerifySerializer,
     )
 )
@@ -561,14 +586,23 @@ class AuditVerifyApi(APIView):
     permission_classes = [IsCompliance]
 
     def get(self, request):
-        result = audit_chain_verify()
-        return Response(
-            {
-                "valid": result.valid,
-                "events": result.events,
-                "first_broken_event": result.first_broken_event,
-            }
-        )
+        anchors, errors = audit_anchor_parse(request.query_params)
+        if errors:
+            raise ValidationFailed(errors)
+        return Response(trail_verification(anchors=anchors))
+
+
+@extend_schema_view(
+    get=documented(
+        "The audit trail's head now, to keep outside the database (compliance)",
+        response=responses.AuditAnchorSerializer,
+    )
+)
+class AuditAnchorApi(APIView):
+    permission_classes = [IsCompliance]
+
+    def get(self, request):
+        return Response(audit_anchor().to_dict())
 
 
 @extend_schema_view(

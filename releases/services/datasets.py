@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 
+from audit.chain import AuditAction, audit_record
 from privacy_engine import EngineValidationError, schema_from_dict
 from privacy_engine.accounting import DELTA_PLACES, LEDGER_PLACES
 from privacy_engine.schema import (
@@ -29,7 +30,6 @@ from privacy_engine.schema import (
     check_declared_size,
 )
 from releases.models import Dataset, Release, private_storage
-from releases.services.audit import AuditAction, audit_record
 from releases.services.clock import database_now
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.heartbeat import heartbeat

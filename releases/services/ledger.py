@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
+from audit.chain import AuditAction, audit_record
 from privacy_engine import Ledger
 from privacy_engine.accounting import DELTA_PLACES, LEDGER_PLACES, ledger_rule, ledger_spends_delta
 from privacy_engine.composition import release_composition
@@ -20,7 +21,6 @@ from releases.models import (
     Dataset,
     LedgerEntry,
 )
-from releases.services.audit import AuditAction, audit_record
 from releases.services.errors import Conflict, ValidationFailed
 
 # One request raises ε by at most this much: a larger raise is a new dataset's worth of budget,

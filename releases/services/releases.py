@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils.text import slugify
 
+from audit.chain import AuditAction, audit_record
 from privacy_engine import (
     EngineValidationError,
     IncompatibleLedger,
@@ -39,7 +40,7 @@ from privacy_engine.sensitivity import missing_is_public
 from privacy_engine.translation import blowfish_explanation
 from releases.models import Dataset, LedgerEntry, Release, ReleaseSeries
 from releases.selectors import Budget, dataset_budget
-from releases.services.audit import AuditAction, audit_record
+from releases.services.budget_audit import footprint_digest
 from releases.services.clock import database_now
 from releases.services.datasets import dataset_require_ready
 from releases.services.errors import Conflict, ValidationFailed
@@ -547,6 +548,7 @@ def _submit(*, release: Release, user) -> Release:
                 "epsilon": str(epsilon),
                 "delta": str(delta),
                 "ledger": dataset.ledger_kind,
+                "footprint_sha256": footprint_digest(entry.footprint),
             },
         )
         release_run_task.delay_on_commit(locked.pk)

@@ -45,6 +45,8 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from audit.chain import AuditAction, audit_record
+from audit.models import AuditEvent
 from privacy_engine import (
     EngineValidationError,
     SyntheticTable,
@@ -55,7 +57,6 @@ from privacy_engine import (
 from privacy_engine.engines import EngineChoice
 from releases.models import (
     MICRODATA_PREFIX,
-    AuditEvent,
     LedgerEntry,
     NoisyAnswer,
     Release,
@@ -63,7 +64,6 @@ from releases.models import (
     ReleaseSeries,
 )
 from releases.selectors import cell_interval, release_answer_statistics
-from releases.services.audit import AuditAction, audit_record
 from releases.services.clock import database_now
 from releases.services.datasets import dataset_reap_stale
 from releases.services.errors import Conflict

@@ -22,7 +22,8 @@ from importlib import metadata as package_metadata
 from pathlib import Path
 from typing import Any
 
-from releases.models import MICRODATA_PREFIX, AuditChainHead, Release, ReleaseFile
+from audit.models import AuditChainHead
+from releases.models import MICRODATA_PREFIX, Release, ReleaseFile
 from releases.services import signing
 
 METADATA_SCHEMA = "guided-data-release/metadata/v1"

@@ -4,9 +4,9 @@ warns that the suggestion itself leaks (DESIGN.md rule 1)."""
 import numpy as np
 from django.db import transaction
 
+from audit.chain import AuditAction, audit_record
 from privacy_engine.columnar import read_typed
 from releases.models import Dataset
-from releases.services.audit import AuditAction, audit_record
 from releases.services.datasets import dataset_require_ready
 from releases.services.storage import local_copy
 from releases.services.tables import MAX_INFERRED_CATEGORIES

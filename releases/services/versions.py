@@ -13,10 +13,10 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from audit.chain import AuditAction, audit_record
 from privacy_engine.versions import ValueChange, compare_published
 from releases.models import Release, Withdrawal
 from releases.selectors import KIND_TITLES, cell_interval, release_answer_statistics
-from releases.services.audit import AuditAction, audit_record
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.releases import release_draft_create, series_next_version
 

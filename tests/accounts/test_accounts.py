@@ -9,7 +9,7 @@ from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from releases.models import AuditEvent
+from audit.models import AuditEvent
 
 OUTPUT = re.compile(r"^(?P<role>\w+) '(?P<username>[^']+)' ready; password: (?P<password>\S+)\n$")
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from releases.models import AuditEvent
+from audit.models import AuditEvent
 from tests.conftest import make_user
 
 LOGIN_URL = "/accounts/login/"
@@ -51,7 +51,7 @@ def test_good_credentials_log_in_redirect_to_next_and_are_audited(client, curato
     assert response.status_code == 302
     assert response["Location"] == "/datasets/"
     assert logged_in_user_id(client) == str(curator.pk)
-    assert login_events() == [("curator1", "user.login", str(curator.pk), {})]
+    assert login_events() == [("curator1", "user.login", str(curator.pk), {"via": "page"})]
 
 
 def test_next_from_the_query_string_is_kept_in_the_form_and_followed(client, curator):
@@ -122,7 +122,7 @@ def test_wrong_password_re_renders_with_an_error_and_is_audited(client, curator)
     assert '<input type="hidden" name="next" value="/datasets/">' in page
     assert logged_in_user_id(client) is None
     assert login_events() == [
-        ("system", "user.login_failed", str(curator.pk), {"username": "curator1"})
+        ("system", "user.login_failed", str(curator.pk), {"username": "curator1", "via": "page"})
     ]
 
 
@@ -135,7 +135,7 @@ def test_unknown_user_is_refused_and_audited_with_the_attempted_name(client, db)
     assert BAD_CREDENTIALS in response.content.decode()
     assert logged_in_user_id(client) is None
     assert login_events() == [
-        ("system", "user.login_failed", "", {"username": "(unknown account)"})
+        ("system", "user.login_failed", "", {"username": "(unknown account)", "via": "page"})
     ]
 
 
@@ -213,3 +213,24 @@ def test_header_names_the_user_and_role_and_links_role_pages(
     assert nav_link in page
     assert hidden_link not in page
     assert '<button type="submit" class="link">Log out</button>' in page
+
+
+def test_the_admins_failed_logins_and_every_logout_are_audited(client, curator):
+    from audit.chain import audit_chain_verify
+
+    # when a failed login on the admin's own page, then a login and a logout on ours
+    client.post("/admin/login/", {"username": "curator1", "password": "wrong"})
+    client.post(LOGIN_URL, {"username": "curator1", "password": "pw-test-12345"})
+    client.post(LOGOUT_URL)
+
+    # then
+    events = [
+        (e.actor, e.action, e.details)
+        for e in AuditEvent.objects.filter(action__startswith="user.log").order_by("id")
+    ]
+    assert events == [
+        ("system", "user.login_failed", {"username": "curator1", "via": "admin"}),
+        ("curator1", "user.login", {"via": "page"}),
+        ("curator1", "user.logout", {"via": "page"}),
+    ]
+    assert audit_chain_verify().valid is True

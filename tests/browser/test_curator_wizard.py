@@ -6,7 +6,8 @@ import pytest
 from django.db import connection
 from playwright.sync_api import expect
 
-from releases.models import AuditEvent, Dataset, Release
+from audit.models import AuditEvent
+from releases.models import Dataset, Release
 from tests.browser.conftest import screenshot
 from tests.conftest import make_user
 from tests.processes import start_celery_worker, stop

@@ -7,8 +7,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from releases.models import AuditEvent, Dataset
-from releases.services.audit import AuditAction
+from audit.chain import AuditAction
+from audit.models import AuditEvent
+from releases.models import Dataset
 from releases.services.datasets import dataset_convert, dataset_create
 from tests.browser.conftest import screenshot
 from tests.conftest import csv_upload, make_user

@@ -11,15 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rest_framework.exceptions import ParseError
 
+from audit.chain import AuditAction, audit_record
+from audit.models import AuditEvent
 from releases.apis.parsers import (
     BodyRefused,
     FormParser,
     check_json_value,
     parse_json_bytes,
 )
-from releases.models import AuditEvent, Dataset, Release
+from releases.models import Dataset, Release
 from releases.parsing import SINCE_RANGE_MESSAGE, parse_iso_datetime
-from releases.services.audit import AuditAction, audit_record
 from tests.conftest import csv_upload, draft_body
 
 TRANSLATE_URL = "/api/v1/translate/"

@@ -9,7 +9,8 @@ from django.urls import resolve
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from releases.models import AuditEvent, BudgetIncrease, Dataset, LedgerEntry, Release
+from audit.models import AuditEvent
+from releases.models import BudgetIncrease, Dataset, LedgerEntry, Release
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.releases import release_draft_create, release_submit
 from releases.services.runs import release_run
@@ -141,6 +142,7 @@ ENDPOINTS = {
     "signing-key": ("get", lambda w: "/api/v1/signing-key/", None, None),
     "audit-events": ("get", lambda w: "/api/v1/audit/events/", None, None),
     "audit-verify": ("get", lambda w: "/api/v1/audit/verify/", None, None),
+    "audit-anchor": ("get", lambda w: "/api/v1/audit/anchor/", None, None),
     "translate": ("get", lambda w: "/api/v1/translate/?epsilon=0.1", None, None),
     "starting-point": (
         "get",
@@ -221,6 +223,7 @@ EXPECTED = {
     "signing-key": (200, 200, 200, 200),
     "audit-events": (401, 403, 403, 200),
     "audit-verify": (401, 403, 403, 200),
+    "audit-anchor": (401, 403, 403, 200),
     "translate": (200, 200, 200, 200),
     "dataset-accuracy": (401, 200, 404, 403),
     "starting-point": (200, 200, 200, 200),
@@ -247,6 +250,14 @@ def call(client: APIClient, endpoint: str, w: World):
     return getattr(client, method)(path(w), **kwargs)
 
 
+def denials() -> list[tuple[str, int, str]]:
+    """(actor, status, method) of every access_denied event, oldest first."""
+    return [
+        (e.actor, e.details["status"], e.details["method"])
+        for e in AuditEvent.objects.filter(action="user.access_denied").order_by("id")
+    ]
+
+
 def snapshot(w: World) -> dict:
     w.dataset.refresh_from_db()
     w.draft.refresh_from_db()
@@ -254,7 +265,8 @@ def snapshot(w: World) -> dict:
         "datasets": Dataset.objects.count(),
         "releases": Release.objects.count(),
         "ledger": LedgerEntry.objects.count(),
-        "audit": AuditEvent.objects.count(),
+        # Refusals are events of their own (checked by denial_recorded); nothing else is.
+        "audit": AuditEvent.objects.exclude(action="user.access_denied").count(),
         "schema": w.dataset.schema,
         "draft_status": w.draft.status,
     }
@@ -288,6 +300,11 @@ def test_permission_matrix(world, clients, endpoint, role, expected):
         assert set(response.json()) == {"detail"}
         assert isinstance(response.json()["detail"], str)
         assert snapshot(world) == before
+    # a logged-in user's refusal is recorded, once, with who and how; nothing else is
+    method = ENDPOINTS[endpoint][0].upper()
+    user = {"curator": "curator1", "other_curator": "curator2", "compliance": "auditor"}
+    refused = expected in (403, 404) and role != "anonymous"
+    assert denials() == ([(user[role], expected, method)] if refused else [])
 
 
 @pytest.mark.parametrize("endpoint", NON_PUBLIC)
@@ -314,6 +331,7 @@ def test_user_without_role_gets_403_on_every_non_public_endpoint(world, endpoint
     assert response.status_code == 403
     assert set(response.json()) == {"detail"}
     assert snapshot(world) == before
+    assert denials() == [("nobody", 403, ENDPOINTS[endpoint][0].upper())]
 
 
 def test_compliance_dataset_list_and_detail_omit_row_count(world, compliance_client):
@@ -439,7 +457,7 @@ def test_token_endpoint_bad_password_is_400_and_audited(curator):
     assert Token.objects.count() == 0
     failed = AuditEvent.objects.get(action="user.login_failed")
     assert failed.actor == "system"
-    assert failed.details == {"username": "curator1"}
+    assert failed.details == {"username": "curator1", "via": "api"}
     assert not AuditEvent.objects.filter(action="user.login").exists()
 
 
@@ -453,7 +471,8 @@ def test_token_endpoint_unknown_user_is_400_and_audited(db):
     assert response.status_code == 400
     assert response.json() == {"detail": "Unable to log in with these credentials."}
     assert AuditEvent.objects.get(action="user.login_failed").details == {
-        "username": "(unknown account)"
+        "username": "(unknown account)",
+        "via": "api",
     }
 
 

@@ -10,8 +10,9 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from releases.models import AuditChainHead, AuditEvent, Release
-from releases.services.audit import GENESIS_HASH, AuditAction, audit_record, event_hash
+from audit.chain import AuditAction, audit_record, event_hash
+from audit.models import GENESIS_HASH, AuditChainHead, AuditEvent
+from releases.models import Release
 from tests.conftest import (
     CLINIC_CSV,
     CLINIC_CSV_CRLF,
@@ -66,9 +67,11 @@ def full_flow(curator, compliance_user, django_capture_on_commit_callbacks):
 
 
 def verify(client) -> dict:
+    """The chain's part of the verification (budgets are test_trail_integrity.py's)."""
     response = client.get(VERIFY_URL)
     assert response.status_code == 200
-    return response.json()
+    body = response.json()
+    return {key: body[key] for key in ("valid", "events", "first_broken_event")}
 
 
 def all_event_ids() -> list[int]:
@@ -122,7 +125,7 @@ def test_verify_reports_an_intact_chain(full_flow, compliance_client):
     assert result == {"valid": True, "events": 14, "first_broken_event": None}
 
 
-def test_verify_of_an_empty_trail_is_valid(db):
+def test_verify_of_an_empty_trail_is_valid(db, database_administrator):
     # given
     from tests.conftest import client_for, make_user
 
@@ -137,7 +140,9 @@ def test_verify_of_an_empty_trail_is_valid(db):
     assert result == {"valid": True, "events": 0, "first_broken_event": None}
 
 
-def test_verify_names_an_event_whose_details_were_edited(full_flow, compliance_client):
+def test_verify_names_an_event_whose_details_were_edited(
+    full_flow, compliance_client, database_administrator
+):
     # given
     ids = all_event_ids()
     tampered = AuditEvent.objects.get(action="budget.reserved")
@@ -163,7 +168,7 @@ def test_verify_names_an_event_whose_details_were_edited(full_flow, compliance_c
     ],
 )
 def test_verify_names_an_event_whose_other_fields_were_edited(
-    full_flow, compliance_client, field, value
+    full_flow, compliance_client, database_administrator, field, value
 ):
     # given
     tampered = AuditEvent.objects.get(action="release.drafted")
@@ -180,7 +185,7 @@ def test_verify_names_an_event_whose_other_fields_were_edited(
 
 
 def test_verify_names_the_next_event_when_a_rewritten_event_has_a_recomputed_hash(
-    full_flow, compliance_client
+    full_flow, compliance_client, database_administrator
 ):
     # given an edit that also recomputes the edited event's own hash
     ids = all_event_ids()
@@ -200,7 +205,9 @@ def test_verify_names_the_next_event_when_a_rewritten_event_has_a_recomputed_has
     }
 
 
-def test_verify_names_the_next_event_when_a_middle_event_is_deleted(full_flow, compliance_client):
+def test_verify_names_the_next_event_when_a_middle_event_is_deleted(
+    full_flow, compliance_client, database_administrator
+):
     # given
     ids = all_event_ids()
     deleted = ids[6]
@@ -213,7 +220,9 @@ def test_verify_names_the_next_event_when_a_middle_event_is_deleted(full_flow, c
     assert result == {"valid": False, "events": len(ids) - 1, "first_broken_event": ids[7]}
 
 
-def test_verify_detects_deletion_of_the_newest_event(full_flow, compliance_client):
+def test_verify_detects_deletion_of_the_newest_event(
+    full_flow, compliance_client, database_administrator
+):
     # given
     ids = all_event_ids()
     AuditEvent.objects.filter(pk=ids[-1]).delete()
@@ -249,6 +258,7 @@ def test_event_list_shape_is_newest_first(full_flow, compliance_client):
             "version": 1,
             "format": "csv",
         },
+        "client": "127.0.0.0/24",
         "hash": stored.hash,
         "previous_hash": stored.previous_hash,
     }

@@ -11,8 +11,10 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from releases.models import AuditEvent, Dataset, LedgerEntry, NoisyAnswer, Release, ReleaseFile
+from audit.models import AuditEvent
+from releases.models import Dataset, LedgerEntry, NoisyAnswer, Release, ReleaseFile
 from releases.selectors import dataset_budget
+from releases.services.budget_audit import footprint_digest
 from releases.services.releases import release_draft_create, release_submit
 from releases.services.runs import release_reap_stale
 from tests.conftest import CLINIC_CSV, csv_cells, draft_body, stored_cells
@@ -73,6 +75,9 @@ def test_submit_reserves_the_release_epsilon(curator_client, dataset):
         "epsilon": "0.500000000000",
         "delta": "0",
         "ledger": "differential_privacy",
+        "footprint_sha256": footprint_digest(
+            LedgerEntry.objects.get(release_id=release_id).footprint
+        ),
     }
 
 

@@ -10,7 +10,8 @@ from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from releases.models import AuditEvent, Dataset
+from audit.models import AuditEvent
+from releases.models import Dataset
 from releases.services.datasets import dataset_convert, dataset_create, dataset_reap_stale
 from tests.conftest import (
     CLINIC_CSV,

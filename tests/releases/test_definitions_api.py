@@ -7,8 +7,9 @@ from decimal import Decimal, localcontext
 
 import pytest
 
+from audit.models import AuditEvent
 from privacy_engine import GaussianMechanism
-from releases.models import AuditEvent, Dataset, LedgerEntry, Release
+from releases.models import Dataset, LedgerEntry, Release
 from tests.conftest import CLINIC_SCHEMA, csv_upload
 
 QUERIES = [

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from releases.models import AuditEvent, Dataset
+from audit.models import AuditEvent
+from releases.models import Dataset
 from releases.services.datasets import DuplicateUpload, dataset_create
 from tests.conftest import CLINIC_CSV, csv_upload
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from releases.models import AuditEvent, Dataset
+from audit.models import AuditEvent
+from releases.models import Dataset
 from tests.conftest import CLINIC_CSV, CLINIC_SCHEMA, csv_cells, csv_upload, draft_body
 from tests.processes import free_port
 

@@ -11,7 +11,8 @@ from django.core.management import call_command
 from django.db.models import Q
 from django.utils import timezone
 
-from releases.models import AuditEvent, LedgerEntry, NoisyAnswer, Release
+from audit.models import AuditEvent
+from releases.models import LedgerEntry, NoisyAnswer, Release
 from releases.selectors import dataset_budget
 from releases.services import runs
 from releases.services.releases import release_draft_create, release_submit

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from releases.models import AuditEvent, Dataset, LedgerEntry, Release, ReleaseSeries
+from audit.models import AuditEvent
+from releases.models import Dataset, LedgerEntry, Release, ReleaseSeries
 from releases.services.datasets import dataset_create
 from releases.services.releases import release_draft_create, release_submit
 from tests.conftest import CLINIC_CSV_CRLF, CLINIC_SCHEMA, csv_upload, draft_body

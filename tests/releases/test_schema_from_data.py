@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from audit.models import AuditEvent
 from releases import selectors
-from releases.models import AuditEvent, Dataset, Release
+from releases.models import Dataset, Release
 from releases.services.datasets import dataset_create
 from releases.services.suggestions import dataset_schema_suggest
 from tests.conftest import csv_upload

@@ -6,7 +6,8 @@ import secrets
 
 import pytest
 
-from releases.models import AuditEvent, Release, ReleaseSeries
+from audit.models import AuditEvent
+from releases.models import Release, ReleaseSeries
 from releases.services.datasets import dataset_create, dataset_schema_update
 from tests.conftest import csv_upload, draft_body
 

@@ -20,9 +20,10 @@ from django.conf import settings as django_settings
 from django.contrib.staticfiles import finders
 from django.core.management import CommandError, call_command
 
-from releases.models import AuditEvent, Release
+from audit.chain import AuditAction, audit_chain_verify
+from audit.models import AuditEvent
+from releases.models import Release
 from releases.services import signing
-from releases.services.audit import AuditAction, audit_chain_verify
 from tests.conftest import REQUIRE_SERVICES, publish_through_api, skip_or_fail
 
 QUERIES = [

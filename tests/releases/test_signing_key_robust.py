@@ -15,9 +15,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.core.checks import run_checks
 from django.core.management import CommandError, call_command
 
-from releases.models import AuditEvent, LedgerEntry, Release
+from audit.chain import AuditAction
+from audit.models import AuditEvent
+from releases.models import LedgerEntry, Release
 from releases.services import signing
-from releases.services.audit import AuditAction
 from releases.services.signed_metadata import METADATA_SCHEMA
 from tests.conftest import draft_body, publish_through_api
 

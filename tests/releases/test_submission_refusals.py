@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from releases.models import AuditEvent, LedgerEntry, Release, ReleaseSeries
+from audit.models import AuditEvent
+from releases.models import LedgerEntry, Release, ReleaseSeries
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.errors import ValidationFailed
 from releases.services.releases import release_draft_create, release_draft_update, release_submit

@@ -278,7 +278,8 @@ def test_a_release_that_failed_at_publication_publishes_its_stored_answers_again
     client, curator, curator_client, wards, django_capture_on_commit_callbacks, monkeypatch
 ):
     # given a synthetic table whose rows cannot be generated the first time (out of memory)
-    from releases.models import AuditEvent, LedgerEntry
+    from audit.models import AuditEvent
+    from releases.models import LedgerEntry
     from releases.services import runs
 
     real = runs.synthetic_table
@@ -398,7 +399,7 @@ def test_publishing_again_is_capped_and_leaves_the_reaper_nothing_to_redeliver(
     curator_client, wards, django_capture_on_commit_callbacks, monkeypatch
 ):
     # given a release whose publication fails every time
-    from releases.models import AuditEvent
+    from audit.models import AuditEvent
     from releases.services import runs
 
     def always_failing(microdata):

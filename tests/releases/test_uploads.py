@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from releases.models import AuditEvent, Dataset
+from audit.models import AuditEvent
+from releases.models import Dataset
 from tests.conftest import CLINIC_CSV, csv_cells, csv_upload, stored_cells
 
 URL = "/api/v1/datasets/"

@@ -13,17 +13,17 @@ from django.core.management.sql import emit_pre_migrate_signal
 from django.db import IntegrityError, connection, migrations, models, transaction
 from django.test import Client
 
+from audit.chain import AuditAction
+from audit.models import AuditEvent
 from privacy_engine.versions import compare_published
 from releases import immutability
 from releases.models import (
-    AuditEvent,
     NoisyAnswer,
     Release,
     ReleaseFile,
     ReleaseSeries,
     Withdrawal,
 )
-from releases.services.audit import AuditAction
 from releases.services.datasets import dataset_create
 from releases.services.versions import release_new_version, release_withdraw
 from tests.conftest import (

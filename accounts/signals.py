@@ -1,0 +1,64 @@
+"""Logins, failed logins and logouts recorded in the audit trail wherever they happen: the login
+page, the API's token endpoint and Django's admin all authenticate through django.contrib.auth,
+which sends these signals."""
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
+from django.dispatch import receiver
+
+from audit.chain import AuditAction, audit_record
+
+# Where a failed login came from, by the path it was posted to.
+ADMIN_PREFIX = "/admin/"
+
+
+def _via(request) -> str:
+    path = getattr(request, "path", "") or ""
+    if path.startswith(ADMIN_PREFIX):
+        return "admin"
+    return "api" if path.startswith("/api/") else "page"
+
+
+@receiver(user_login_failed, dispatch_uid="accounts.audit_login_failed")
+def record_login_failed(sender, credentials, request=None, **kwargs) -> None:
+    """A failed login. The typed name is recorded only if it is an account's: a password typed
+    into the username field by mistake must not end up in the audit trail."""
+    username = credentials.get("username")
+    account = (
+        get_user_model().objects.filter(username=username).first()
+        if isinstance(username, str)
+        else None
+    )
+    audit_record(
+        actor=None,
+        action=AuditAction.LOGIN_FAILED,
+        object_type="user",
+        object_id=account.pk if account else None,
+        details={
+            "username": username if account else "(unknown account)",
+            "via": _via(request),
+        },
+    )
+
+
+def _record_session(action: AuditAction, request, user) -> None:
+    audit_record(
+        actor=user,
+        action=action,
+        object_type="user",
+        object_id=user.pk,
+        details={"via": _via(request)},
+    )
+
+
+@receiver(user_logged_in, dispatch_uid="accounts.audit_logged_in")
+def record_logged_in(sender, request, user, **kwargs) -> None:
+    """A session login (the login page, the admin)."""
+    _record_session(AuditAction.LOGIN, request, user)
+
+
+@receiver(user_logged_out, dispatch_uid="accounts.audit_logged_out")
+def record_logged_out(sender, request, user, **kwargs) -> None:
+    """A logout (a session that was not logged in sends no user: nothing to record)."""
+    if user is not None:
+        _record_session(AuditAction.LOGOUT, request, user)
