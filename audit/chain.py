@@ -28,7 +28,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from audit.context import current_client
-from audit.models import GENESIS_HASH, AuditChainHead, AuditEvent
+from audit.models import GENESIS_HASH, AuditChainHead, AuditEvent, EventRepeats
 
 
 class AuditAction(models.TextChoices):
@@ -149,6 +149,30 @@ def audit_record(
         details=stable_json(details or {}),
         client=current_client(),
     )
+
+
+def audit_record_repeated(*, key: str, window_seconds: int, **event: Any) -> AuditEvent | None:
+    """Record ``event`` (audit_record's arguments) once per ``window_seconds`` for actions
+    sharing ``key``: a repeat within the window is counted on the window's event (EventRepeats)
+    instead of becoming an event of its own. Returns the new event, or None for a repeat. The
+    window is kept in the shared throttle cache; when it is lost, the next action simply opens a
+    new window."""
+    from django.core.cache import caches
+    from django.db.models import F
+
+    cache = caches["throttle"]
+    cache_key = "audit-window:" + hashlib.sha256(key.encode()).hexdigest()
+    event_id = cache.get(cache_key)
+    if event_id is not None and EventRepeats.objects.filter(event_id=event_id).update(
+        count=F("count") + 1, last_at=timezone.now()
+    ):
+        return None
+    details = {**(event.pop("details", None) or {}), "repeats_counted_for_s": window_seconds}
+    with transaction.atomic():
+        recorded = audit_record(**event, details=details)
+        EventRepeats.objects.create(event_id=recorded.pk)
+    cache.set(cache_key, recorded.pk, timeout=window_seconds)
+    return recorded
 
 
 def append_event(event_model: Any, head_model: Any, **fields: Any) -> Any:

@@ -46,3 +46,18 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.action} by {self.actor}"
+
+
+class EventRepeats(models.Model):
+    """How many identical actions an event stands for beyond itself: repeated anonymous
+    downloads of one file from one network within a window are counted here, on the window's
+    one event, so an anonymous client cannot flood the trail (audit/chain.py
+    ``audit_record_repeated``). Not part of the chain: the event itself is immutable, this count
+    grows; it holds no actor, only a number."""
+
+    event_id = models.BigIntegerField(unique=True)
+    count = models.PositiveBigIntegerField(default=0)
+    last_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"event {self.event_id} repeated {self.count} times"

@@ -76,6 +76,9 @@ AUDIT_LEGACY_HEAD = env.str("AUDIT_LEGACY_HEAD", default="")
 AUDIT_LEGACY_HEAD_PATH = Path(
     env.str("AUDIT_LEGACY_HEAD_PATH", default=str(VAR_DIR / "audit_legacy_head"))
 )
+# An anonymous client's repeated downloads of one file from one network within this many
+# seconds are counted on one audit event (releases/services/downloads.py).
+AUDIT_ANONYMOUS_DOWNLOAD_WINDOW = env.int("AUDIT_ANONYMOUS_DOWNLOAD_WINDOW", default=600)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 

@@ -7,11 +7,12 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.urls import reverse
 
 from accounts.roles import Role, user_has_role
-from audit.models import AuditEvent
+from audit.models import AuditEvent, EventRepeats
 from privacy_engine import PublishedRanges
 from privacy_engine.accounting import ledger_used
 from privacy_engine.footprint import Footprint
@@ -153,7 +154,12 @@ def audit_event_list(
     action: str | None = None,
     since=None,
 ) -> QuerySet[AuditEvent]:
-    events = AuditEvent.objects.order_by("-id")
+    # How many identical actions each event also stands for (anonymous downloads within a
+    # window: releases/services/downloads.py); 0 for most.
+    repeats = EventRepeats.objects.filter(event_id=OuterRef("pk")).values("count")[:1]
+    events = AuditEvent.objects.order_by("-id").annotate(
+        repeats=Coalesce(Subquery(repeats), Value(0))
+    )
     if dataset is not None:
         events = events.filter(dataset_id=dataset)
     if actor:

@@ -483,6 +483,10 @@ class AuditEventSerializer(serializers.Serializer):
     object_id = serializers.CharField(allow_blank=True)
     dataset = serializers.IntegerField(allow_null=True)
     details = _object("What the action recorded (free-form)")
+    repeats = serializers.IntegerField(
+        help_text="Identical actions this event also stands for (an anonymous client's "
+        "downloads of one file from one network within a window)"
+    )
     client = serializers.CharField(
         allow_blank=True,
         help_text="The client's network for a web request (IPv4 /24, IPv6 /48), else empty",

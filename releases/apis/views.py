@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from accounts.permissions import IsCompliance, IsCurator, IsCuratorOrCompliance
 from accounts.services import auth_token_obtain
-from audit.chain import AuditAction, audit_anchor, audit_record
+from audit.chain import audit_anchor
 from privacy_engine import (
     MAX_ROWS,
     EngineValidationError,
@@ -51,6 +51,7 @@ from releases.parsing import (
 )
 from releases.services.budget_audit import trail_verification
 from releases.services.datasets import dataset_create, dataset_schema_update
+from releases.services.downloads import release_file_download_record
 from releases.services.errors import ValidationFailed
 from releases.services.releases import (
     release_draft_create,
@@ -515,13 +516,11 @@ class CatalogFileApi(PublishedVersionReadOnly, APIView):
         release_file = release.files.filter(format=file_format).first()
         if release_file is None:
             raise Http404
-        audit_record(
+        release_file_download_record(
             actor=_download_actor(request),
-            action=AuditAction.FILE_DOWNLOADED,
-            object_type="release_file",
-            object_id=release_file.pk,
-            dataset_id=release.dataset_id,
-            details={"slug": slug, "version": version, "format": file_format},
+            release=release,
+            release_file=release_file,
+            file_format=file_format,
         )
         return FileResponse(
             release_file.file.open("rb"),
@@ -565,6 +564,7 @@ class AuditEventListApi(APIView):
                 "object_id": e.object_id,
                 "dataset": e.dataset_id,
                 "details": e.details,
+                "repeats": e.repeats,
                 "client": e.client,
                 "hash": e.hash,
                 "previous_hash": e.previous_hash,

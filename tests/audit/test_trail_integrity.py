@@ -651,7 +651,8 @@ def test_downloads_are_recorded_with_their_real_actor(published, curator, client
         .order_by("id")
         .values_list("actor", flat=True)
     )
-    assert actors == ["curator1", "curator1", "anonymous", "anonymous"]
+    # (the two anonymous downloads, from one network, are one event counting one repeat)
+    assert actors == ["curator1", "curator1", "anonymous"]
 
 
 def test_in_production_only_the_operator_can_accept_events_from_before_the_key(
@@ -704,3 +705,50 @@ def test_a_users_refusals_are_recorded_at_most_thirty_a_minute(client, curator):
     assert len(denials) == MAX_DENIALS_PER_MINUTE
     assert denials[-1]["further_denials"] == "not recorded until the next minute"
     assert "further_denials" not in denials[0]
+
+
+def test_repeated_anonymous_downloads_are_counted_on_one_event(
+    published, curator, client, compliance_client
+):
+    from rest_framework.test import APIClient
+
+    url = f"/api/v1/catalog/{published.series.slug}/versions/1/files/csv/"
+
+    def download(downloader, address: str) -> None:
+        response = downloader.get(url, REMOTE_ADDR=address)
+        assert response.status_code == 200
+        b"".join(response.streaming_content)
+
+    # when one network downloads five times, another once, and a curator twice
+    anonymous = APIClient()
+    for _ in range(5):
+        download(anonymous, "198.51.100.7")
+    download(anonymous, "203.0.113.9")
+    client.force_login(curator)
+    download(client, "198.51.100.7")
+    download(client, "198.51.100.7")
+
+    # then the first network's five are one event counting four repeats; everyone else's are
+    # events of their own, and the chain holds
+    events = compliance_client.get(
+        "/api/v1/audit/events/", {"action": "release.downloaded"}
+    ).json()["results"]
+    assert [(e["actor"], e["client"], e["repeats"]) for e in reversed(events)] == [
+        ("anonymous", "198.51.100.0/24", 4),
+        ("anonymous", "203.0.113.0/24", 0),
+        ("curator1", "198.51.100.0/24", 0),
+        ("curator1", "198.51.100.0/24", 0),
+    ]
+    assert audit_chain_verify().valid is True
+
+
+def test_a_new_window_opens_a_new_event(published, settings):
+    from django.core.cache import caches
+    from rest_framework.test import APIClient
+
+    url = f"/api/v1/catalog/{published.series.slug}/versions/1/files/json/"
+    for _ in range(2):
+        response = APIClient().get(url)
+        b"".join(response.streaming_content)
+        caches["throttle"].clear()  # the window ends
+    assert AuditEvent.objects.filter(action="release.downloaded").count() == 2
