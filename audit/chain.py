@@ -63,6 +63,7 @@ class AuditAction(models.TextChoices):
     BUDGET_INCREASE_APPROVED = "budget.increase_approved"
     BUDGET_INCREASE_REJECTED = "budget.increase_rejected"
     TRAIL_REKEYED = "audit.rekeyed"
+    TRAIL_EXPORTED = "audit.exported"
 
 
 # Characters PostgreSQL's jsonb refuses (NUL, lone surrogates): stored as U+FFFD instead.

@@ -3,7 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from accounts import views as account_views
-from releases import card_views, curator_views, ledger_views, version_views, views
+from releases import card_views, curator_views, ledger_views, report_views, version_views, views
 from releases.apis.schema import SchemaView
 from releases.apis.versions import catalog_diff_cache_key
 from releases.feeds import NewVersionsFeed, feed_cache_key
@@ -35,6 +35,12 @@ urlpatterns = [
         name="catalog-diff",
     ),
     path("audit/", views.audit_page, name="audit"),
+    path("audit/export.csv", report_views.audit_export, name="audit-export"),
+    path(
+        "audit/datasets/<int:pk>/report/",
+        report_views.dataset_privacy_report,
+        name="audit-dataset-report",
+    ),
     path("datasets/", curator_views.dataset_list, name="datasets"),
     path("datasets/new/", curator_views.dataset_upload, name="dataset-upload"),
     path("datasets/<int:pk>/", curator_views.dataset_detail, name="dataset-detail"),

@@ -40,7 +40,7 @@ def _curator_or_compliance(view):
     return wrapper
 
 
-def _chart(rows: list[ledger_selectors.LedgerRow]) -> dict:
+def ledger_chart(rows: list[ledger_selectors.LedgerRow]) -> dict:
     """Step lines of the ε total, committed (spent + reserved) and spent: one point per movement
     (the first is the opening budget, when the dataset was created) and one now, so the last
     step reaches today."""
@@ -87,7 +87,7 @@ def _page(request, dataset: Dataset, *, form_errors=None, form_values=None, stat
             "rows": rows,
             "budget": epsilon,
             "delta_budget": delta,
-            "chart": _chart(rows),
+            "chart": ledger_chart(rows),
             "composition_rules": composition_rules(),
             "delta_top_up": ledger_spends_delta(dataset.ledger_kind),
             "increases": ledger_selectors.budget_increase_list(user=request.user, dataset=dataset),

@@ -60,7 +60,8 @@ def text_param_problem(text: str) -> str | None:
 
 def audit_filters_parse(params) -> tuple[dict, dict[str, list[str]]]:
     """The audit trail's filters from query parameters (``dataset``, ``actor``, ``action``,
-    ``since``), and errors naming each bad one; bad filters are left out of the result."""
+    ``since``, ``until``), and errors naming each bad one; bad filters are left out of the
+    result."""
     errors: dict[str, list[str]] = {}
     filters: dict = {}
     for name in ("actor", "action"):
@@ -77,11 +78,12 @@ def audit_filters_parse(params) -> tuple[dict, dict[str, list[str]]]:
             filters["dataset"] = int(dataset)
         else:
             errors["dataset"] = ["must be a dataset id"]
-    since = params.get("since") or None
-    if since is not None:
-        filters["since"], problem = _parse_iso_datetime(since)
-        if problem is not None:
-            errors["since"] = [problem]
+    for name in ("since", "until"):
+        text = params.get(name) or None
+        if text is not None:
+            filters[name], problem = _parse_iso_datetime(text)
+            if problem is not None:
+                errors[name] = [problem]
     return filters, errors
 
 

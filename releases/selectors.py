@@ -153,6 +153,7 @@ def audit_event_list(
     actor: str | None = None,
     action: str | None = None,
     since=None,
+    until=None,
 ) -> QuerySet[AuditEvent]:
     # How many identical actions each event also stands for (anonymous downloads within a
     # window: releases/services/downloads.py); 0 for most.
@@ -168,7 +169,49 @@ def audit_event_list(
         events = events.filter(action=action)
     if since is not None:
         events = events.filter(at__gte=since)
+    if until is not None:
+        events = events.filter(at__lte=until)
     return events
+
+
+def dataset_privacy_report(*, dataset: Dataset) -> list[dict[str, Any]]:
+    """Every submitted release of ``dataset``, oldest first, with what compliance files about
+    it: its definition, what the ledger charged, its dates, its withdrawal, and the audit
+    trail's head its signed metadata anchored at publication (read from the metadata file)."""
+    releases = (
+        Release.objects.filter(dataset=dataset)
+        .exclude(status=Release.Status.DRAFT)
+        .select_related("series", "withdrawal", "ledger_entry")
+        .order_by("submitted_at", "id")
+    )
+    rows = []
+    for release in releases:
+        entry = getattr(release, "ledger_entry", None)
+        rows.append(
+            {
+                "release": release,
+                "definition": release.definition,
+                "ledger_state": entry.state if entry is not None else "",
+                "anchor": _metadata_audit_head(release),
+                "withdrawal": getattr(release, "withdrawal", None),
+            }
+        )
+    return rows
+
+
+def _metadata_audit_head(release: Release) -> str | None:
+    """The ``audit_head`` a published version's signed metadata carries, or None."""
+    import json
+
+    record = release.files.filter(format=ReleaseFile.Format.METADATA).first()
+    if record is None:
+        return None
+    try:
+        with record.file.open("rb") as file:
+            head = json.loads(file.read(1 << 20)).get("audit_head")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return head if isinstance(head, str) else None
 
 
 def release_file_links(*, release: Release) -> list[dict]:

@@ -538,6 +538,7 @@ class CatalogFileApi(PublishedVersionReadOnly, APIView):
             query("actor", "A user name"),
             query("action", "An action, e.g. release.published"),
             query("since", "ISO-8601 date and time"),
+            query("until", "ISO-8601 date and time"),
             *PAGE,
         ],
         response=responses.AUDIT_EVENT_PAGE,

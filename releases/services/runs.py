@@ -244,7 +244,7 @@ def _ledger_settle(entry: LedgerEntry, *, release: Release, state: str) -> None:
     )
 
 
-def _csv_cell(value: Any) -> Any:
+def csv_cell(value: Any) -> Any:
     """A cell as written: numbers this code computed stay numbers (``-3.5`` is a value, not a
     formula), and any text that starts like a formula gets a leading ``'``, whatever field it is
     in (names, categories, rule text, kind, mechanism), as OWASP's CSV injection guidance says."""
@@ -271,7 +271,7 @@ def _coordinate_fields(statistics: list[dict[str, Any]], taken: list[str]) -> di
     name or its ``_ci95_low``/``_ci95_high`` would repeat a header as written (``value``,
     ``size``, a name that escapes to another's), ``centroid_<name>`` (then ``_2``, ``_3``…),
     so the header never holds one name twice."""
-    written = {str(_csv_cell(name)) for name in taken}
+    written = {str(csv_cell(name)) for name in taken}
     fields: dict[str, str] = {}
     for stat in statistics:
         if not isinstance(stat["value"], list):
@@ -284,7 +284,7 @@ def _coordinate_fields(statistics: list[dict[str, Any]], taken: list[str]) -> di
                 for n in itertools.count()
             )
             for base in candidates:
-                names = [str(_csv_cell(base + suffix)) for suffix in ("", *CI95_SUFFIXES)]
+                names = [str(csv_cell(base + suffix)) for suffix in ("", *CI95_SUFFIXES)]
                 if not written & set(names):
                     break
             fields[column] = base
@@ -378,9 +378,9 @@ def release_csv(statistics: list[dict[str, Any]]) -> bytes:
     # break can never split a row.
     writer = csv.writer(out, lineterminator="\r\n")
     # The header is escaped like any other cell: it holds the clustered columns' names.
-    writer.writerow([_csv_cell(field) for field in fields])
+    writer.writerow([csv_cell(field) for field in fields])
     for row in rows:
-        writer.writerow([_csv_cell(row.get(field)) for field in fields])
+        writer.writerow([csv_cell(row.get(field)) for field in fields])
     return out.getvalue().encode()
 
 
@@ -531,7 +531,7 @@ def _csv_text(text: str) -> str:
     """One CSV field of text: quoted when it must be, and a formula's start defused."""
     out = io.StringIO()
     # The usual terminator, so that a line break inside a label would be quoted.
-    csv.writer(out, lineterminator="\r\n").writerow([_csv_cell(text)])
+    csv.writer(out, lineterminator="\r\n").writerow([csv_cell(text)])
     return out.getvalue().removesuffix("\r\n")
 
 

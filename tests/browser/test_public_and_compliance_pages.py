@@ -87,6 +87,14 @@ def test_compliance_officer_logs_in_and_sees_events_and_chain(page, live_server,
     page.get_by_role("button", name="Filter").click()
     rows = page.locator("#events tbody tr")
     assert rows.count() == 1
+    assert "Every dataset's budget matches the trail" in page.inner_text("#chain-status")
+
+    # and the dataset's privacy report draws its budget over time and lists the release
+    page.goto(f"{live_server.url}/audit/")
+    page.get_by_role("link", name="Privacy report").first.click()
+    page.wait_for_selector("#ledger-chart .main-svg")
+    assert published_release.title in page.inner_text("#report-releases")
+    screenshot(page, "privacy-report")
     assert page.console_errors == []
 
 
