@@ -4,6 +4,7 @@ import secrets
 
 from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Group
+from django.contrib.auth.password_validation import validate_password
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
@@ -18,6 +19,10 @@ def user_create_or_reset(
 
     A generated password is returned once and stored only as a hash.
     """
+    if password is not None:
+        # The same validators as everywhere else (AUTH_PASSWORD_VALIDATORS): a weak password
+        # is refused with their messages (ValidationError) before anything is written.
+        validate_password(password, get_user_model()(username=username))
     password = password or secrets.token_urlsafe(12)
     with transaction.atomic():
         user, _ = get_user_model().objects.get_or_create(username=username)

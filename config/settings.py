@@ -39,6 +39,7 @@ else:
     # No default in production: a missing key stops the app instead of running with a known one.
     SECRET_KEY = env.str("SECRET_KEY")
 
+
 def _development_audit_key() -> str:
     """The audit trail's HMAC key for development, kept in var/ beside the secret key."""
     import secrets
@@ -79,6 +80,12 @@ AUDIT_LEGACY_HEAD_PATH = Path(
 # An anonymous client's repeated downloads of one file from one network within this many
 # seconds are counted on one audit event (releases/services/downloads.py).
 AUDIT_ANONYMOUS_DOWNLOAD_WINDOW = env.int("AUDIT_ANONYMOUS_DOWNLOAD_WINDOW", default=600)
+# Files the app stores (uploads, tables, released files) are readable by the service's user
+# only, and so are their folders; the SQLite database file too (releases/apps.py).
+FILE_UPLOAD_PERMISSIONS = 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
+# A login lasts a working day, not Django's two weeks.
+SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=8 * 3600)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 

@@ -7,6 +7,7 @@ class ReleasesConfig(AppConfig):
 
     def ready(self) -> None:
         from django.core import checks
+        from django.db.backends.signals import connection_created
         from django.db.models.signals import post_migrate, pre_migrate
 
         from releases import immutability
@@ -26,4 +27,19 @@ class ReleasesConfig(AppConfig):
             dispatch_uid="releases.immutability.reinstall_after_migrate",
         )
         checks.register(immutability.check_triggers, checks.Tags.database)
+        connection_created.connect(
+            _sqlite_file_private, dispatch_uid="releases.sqlite_file_private"
+        )
         checks.register(signing_key_check, checks.Tags.security)
+
+
+def _sqlite_file_private(sender, connection, **kwargs) -> None:
+    """A SQLite database file is readable by the service's user only (it holds the trail, the
+    ledger and the schemas; sqlite creates it as the umask allows)."""
+    import os
+
+    if connection.vendor != "sqlite":
+        return
+    name = str(connection.settings_dict.get("NAME") or "")
+    if name and not name.startswith("file:") and name != ":memory:" and os.path.exists(name):
+        os.chmod(name, 0o600)

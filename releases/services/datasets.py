@@ -34,7 +34,14 @@ from releases.services.clock import database_now
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.heartbeat import heartbeat
 from releases.services.ledger import budget_amount, budget_opening_record
-from releases.services.storage import local_copy, storage_local_path, store_local_file
+from releases.services.storage import (
+    PRIVATE_FILE_MODE,
+    local_copy,
+    private_directory,
+    private_opener,
+    storage_local_path,
+    store_local_file,
+)
 from releases.services.tables import ConvertedTable, TableError, table_convert
 
 logger = logging.getLogger(__name__)
@@ -112,11 +119,11 @@ def _stage_upload(upload, *, limit: int) -> tuple[str, str] | None:
     local = storage_local_path(storage)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(storage.path(name)) if local else Path(folder) / "upload.csv"
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_directory(path.parent)
         digest = hashlib.sha256()
         size = 0
         try:
-            with open(path, "wb") as staged:
+            with open(path, "wb", opener=private_opener) as staged:
                 for chunk in upload.chunks():
                     size += len(chunk)
                     if size > limit:
@@ -171,11 +178,12 @@ def _convert(staged: str, table: str, **options: Any) -> ConvertedTable:
     local = storage_local_path(storage)
     with tempfile.TemporaryDirectory() as folder, local_copy(storage, staged) as source:
         target = Path(storage.path(table)) if local else Path(folder) / "table.parquet"
-        target.parent.mkdir(parents=True, exist_ok=True)
+        private_directory(target.parent)
         try:
             converted = table_convert(
                 source, target, max_columns=settings.DATASET_MAX_COLUMNS, **options
             )
+            target.chmod(PRIVATE_FILE_MODE)
             if not local:
                 store_local_file(storage, target, table)
         except BaseException:

@@ -1,6 +1,7 @@
 """Files in a Django storage (a directory or S3-compatible object storage) as local paths, for the
 libraries that read and write files by path (the CSV reader, pyarrow, DuckDB)."""
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -12,6 +13,21 @@ from django.core.files import File
 from django.core.files.storage import Storage
 
 COPY_CHUNK_BYTES = 1 << 20
+# What the app's own files and folders allow: their owner (the service's user) only.
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIRECTORY_MODE = 0o700
+
+
+def private_directory(path: Path) -> None:
+    """Create ``path`` (and its parents) if needed, and make it its owner's only."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(PRIVATE_DIRECTORY_MODE)
+
+
+def private_opener(path: str, flags: int) -> int:
+    """An ``open(..., opener=)`` that creates the file readable by its owner only, from the
+    first byte."""
+    return os.open(path, flags, PRIVATE_FILE_MODE)
 
 
 def storage_local_path(storage: Storage) -> bool:

@@ -1,4 +1,5 @@
-from django.core.management.base import BaseCommand
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
 
 from accounts.roles import Role
 from accounts.services import user_create_or_reset
@@ -13,7 +14,10 @@ class Command(BaseCommand):
         parser.add_argument("--password", help="omit to generate one, printed once")
 
     def handle(self, *args, username, role, password, **options):
-        _, password_used = user_create_or_reset(
-            username=username, role=Role(role), password=password
-        )
+        try:
+            _, password_used = user_create_or_reset(
+                username=username, role=Role(role), password=password
+            )
+        except ValidationError as error:
+            raise CommandError("Password refused: " + " ".join(error.messages)) from None
         self.stdout.write(f"{role} {username!r} ready; password: {password_used}")
