@@ -43,7 +43,9 @@ def user_create_or_reset(
 def user_login(*, request, username: str, password: str) -> AbstractBaseUser | None:
     """Check credentials; return the user or ``None``. A failure is recorded by the signal
     django.contrib.auth sends (accounts/signals.py), as for the admin's login."""
-    return authenticate(request, username=username, password=password)
+    # The plain HttpRequest under a DRF request: login throttling (django-axes) marks the
+    # request it is given, and its middleware reads that mark on the HttpRequest.
+    return authenticate(getattr(request, "_request", request), username=username, password=password)
 
 
 def auth_token_obtain(*, request, username: str, password: str) -> str | None:

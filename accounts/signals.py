@@ -2,11 +2,13 @@
 page, the API's token endpoint and Django's admin all authenticate through django.contrib.auth,
 which sends these signals."""
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
 from django.dispatch import receiver
 
-from audit.chain import AuditAction, audit_record
+from audit.chain import AuditAction, audit_record, audit_record_repeated
+from audit.context import current_client
 
 # Where a failed login came from, by the path it was posted to.
 ADMIN_PREFIX = "/admin/"
@@ -29,15 +31,17 @@ def record_login_failed(sender, credentials, request=None, **kwargs) -> None:
         if isinstance(username, str)
         else None
     )
-    audit_record(
+    recorded = username if account else "(unknown account)"
+    # Repeated failures for one name from one network (a brute force, which login throttling
+    # then refuses, but which still fails) are counted on one event per window.
+    audit_record_repeated(
+        key=f"login_failed:{recorded}:{_via(request)}:{current_client()}",
+        window_seconds=settings.AUDIT_REPEAT_WINDOW,
         actor=None,
         action=AuditAction.LOGIN_FAILED,
         object_type="user",
         object_id=account.pk if account else None,
-        details={
-            "username": username if account else "(unknown account)",
-            "via": _via(request),
-        },
+        details={"username": recorded, "via": _via(request)},
     )
 
 

@@ -6,6 +6,7 @@ off a missing SECRET_KEY is an error, never a default.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -77,9 +78,10 @@ AUDIT_LEGACY_HEAD = env.str("AUDIT_LEGACY_HEAD", default="")
 AUDIT_LEGACY_HEAD_PATH = Path(
     env.str("AUDIT_LEGACY_HEAD_PATH", default=str(VAR_DIR / "audit_legacy_head"))
 )
-# An anonymous client's repeated downloads of one file from one network within this many
-# seconds are counted on one audit event (releases/services/downloads.py).
-AUDIT_ANONYMOUS_DOWNLOAD_WINDOW = env.int("AUDIT_ANONYMOUS_DOWNLOAD_WINDOW", default=600)
+# Identical anonymous actions from one network within this many seconds (downloads of one file,
+# failed logins for one name) are counted on one audit event: releases/services/downloads.py,
+# accounts/signals.py.
+AUDIT_REPEAT_WINDOW = env.int("AUDIT_REPEAT_WINDOW", default=600)
 # Files the app stores (uploads, tables, released files) are readable by the service's user
 # only, and so are their folders; the SQLite database file too (releases/apps.py).
 FILE_UPLOAD_PERMISSIONS = 0o600
@@ -103,6 +105,8 @@ INSTALLED_APPS = [
     "audit",
     "accounts",
     "releases",
+    # Login throttling on the login page, the token endpoint and the admin (see below).
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -118,6 +122,8 @@ MIDDLEWARE = [
     "audit.context.AccessDeniedMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: answers a locked-out login with its lockout response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -157,6 +163,22 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Tests use a file, not memory, so a real worker process can share the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# django-axes checks every authenticate() (the login page, the token endpoint, the admin): after
+# AXES_FAILURE_LIMIT failures for one username from one address, that pair is refused for
+# AXES_COOLOFF_TIME (a 429 that says for how long: accounts/lockout.py). Attempts are counted in
+# the database, so every process counts together (`manage.py axes_reset` forgets them).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "accounts.lockout.lockout_response"
+AXES_VERBOSE = False
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -1,6 +1,6 @@
 """Recording downloads of published files: each logged-in user's download is an event; an
 anonymous client's repeated downloads of one file from one network within
-``AUDIT_ANONYMOUS_DOWNLOAD_WINDOW`` seconds are counted on the window's one event, so anonymous
+``AUDIT_REPEAT_WINDOW`` seconds are counted on the window's one event, so anonymous
 clients cannot flood the trail (the API throttle also limits how fast they download)."""
 
 from typing import Any
@@ -33,6 +33,6 @@ def release_file_download_record(
         return
     audit_record_repeated(
         key=f"download:{release_file.pk}:{current_client()}",
-        window_seconds=settings.AUDIT_ANONYMOUS_DOWNLOAD_WINDOW,
+        window_seconds=settings.AUDIT_REPEAT_WINDOW,
         **event,
     )

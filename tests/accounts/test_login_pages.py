@@ -122,7 +122,12 @@ def test_wrong_password_re_renders_with_an_error_and_is_audited(client, curator)
     assert '<input type="hidden" name="next" value="/datasets/">' in page
     assert logged_in_user_id(client) is None
     assert login_events() == [
-        ("system", "user.login_failed", str(curator.pk), {"username": "curator1", "via": "page"})
+        (
+            "system",
+            "user.login_failed",
+            str(curator.pk),
+            {"username": "curator1", "via": "page", "repeats_counted_for_s": 600},
+        )
     ]
 
 
@@ -135,7 +140,12 @@ def test_unknown_user_is_refused_and_audited_with_the_attempted_name(client, db)
     assert BAD_CREDENTIALS in response.content.decode()
     assert logged_in_user_id(client) is None
     assert login_events() == [
-        ("system", "user.login_failed", "", {"username": "(unknown account)", "via": "page"})
+        (
+            "system",
+            "user.login_failed",
+            "",
+            {"username": "(unknown account)", "via": "page", "repeats_counted_for_s": 600},
+        )
     ]
 
 
@@ -229,8 +239,56 @@ def test_the_admins_failed_logins_and_every_logout_are_audited(client, curator):
         for e in AuditEvent.objects.filter(action__startswith="user.log").order_by("id")
     ]
     assert events == [
-        ("system", "user.login_failed", {"username": "curator1", "via": "admin"}),
+        (
+            "system",
+            "user.login_failed",
+            {"username": "curator1", "via": "admin", "repeats_counted_for_s": 600},
+        ),
         ("curator1", "user.login", {"via": "page"}),
         ("curator1", "user.logout", {"via": "page"}),
     ]
+    assert audit_chain_verify().valid is True
+
+
+def test_repeated_failed_logins_are_paused_on_every_door(client, curator, settings):
+    from rest_framework.test import APIClient
+
+    limit = settings.AXES_FAILURE_LIMIT
+    # when the page gets the limit of wrong passwords for curator1 from one address
+    for _ in range(limit):
+        client.post(LOGIN_URL, {"username": "curator1", "password": "wrong"})
+
+    # then the right password is refused there, by the API and by the admin, with a 429
+    page = client.post(LOGIN_URL, {"username": "curator1", "password": PASSWORD})
+    assert page.status_code == 429
+    assert int(page["Retry-After"]) == int(settings.AXES_COOLOFF_TIME.total_seconds())
+    assert "Too many failed logins" in page.content.decode()
+    api = APIClient().post(
+        "/api/v1/auth/token/", {"username": "curator1", "password": PASSWORD}, format="json"
+    )
+    assert api.status_code == 429
+    assert set(api.json()) == {"detail"}
+    admin = client.post("/admin/login/", {"username": "curator1", "password": PASSWORD})
+    assert admin.status_code == 429
+    # while another account from the same address is not paused
+    assert (
+        APIClient()
+        .post("/api/v1/auth/token/", {"username": "nobody", "password": "x"}, format="json")
+        .status_code
+        == 400
+    )
+
+
+def test_a_brute_force_is_one_event_that_counts_its_attempts(client, curator, settings):
+    from audit.chain import audit_chain_verify
+
+    for _ in range(settings.AXES_FAILURE_LIMIT + 3):
+        client.post(LOGIN_URL, {"username": "curator1", "password": "wrong"})
+    events = AuditEvent.objects.filter(action="user.login_failed")
+    assert events.count() == 1
+    from audit.models import EventRepeats
+
+    assert EventRepeats.objects.get(event_id=events.get().pk).count == (
+        settings.AXES_FAILURE_LIMIT + 2
+    )
     assert audit_chain_verify().valid is True

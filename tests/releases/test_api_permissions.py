@@ -457,7 +457,7 @@ def test_token_endpoint_bad_password_is_400_and_audited(curator):
     assert Token.objects.count() == 0
     failed = AuditEvent.objects.get(action="user.login_failed")
     assert failed.actor == "system"
-    assert failed.details == {"username": "curator1", "via": "api"}
+    assert failed.details == {"username": "curator1", "via": "api", "repeats_counted_for_s": 600}
     assert not AuditEvent.objects.filter(action="user.login").exists()
 
 
@@ -473,6 +473,7 @@ def test_token_endpoint_unknown_user_is_400_and_audited(db):
     assert AuditEvent.objects.get(action="user.login_failed").details == {
         "username": "(unknown account)",
         "via": "api",
+        "repeats_counted_for_s": 600,
     }
 
 
