@@ -5,6 +5,7 @@ import secrets
 from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Group
 from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.signals import user_logged_in
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
@@ -50,17 +51,15 @@ def user_login(*, request, username: str, password: str) -> AbstractBaseUser | N
 
 def auth_token_obtain(*, request, username: str, password: str) -> str | None:
     """Log in for the API and return the user's token key, or ``None`` for bad credentials.
-    The login is recorded here: a token login opens no session, so no signal records it."""
+    A token login opens no session, so the login signal is sent here."""
     user = user_login(request=request, username=username, password=password)
     if user is None:
         return None
     with transaction.atomic():
         token, _ = Token.objects.get_or_create(user=user)
-        audit_record(
-            actor=user,
-            action=AuditAction.LOGIN,
-            object_type="user",
-            object_id=user.pk,
-            details={"via": "api"},
+        # As a session login would: the audit event (accounts/signals.py), the last login
+        # time, and login throttling forgetting this name's failures from this client.
+        user_logged_in.send(
+            sender=type(user), request=getattr(request, "_request", request), user=user
         )
     return token.key

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
 from django.dispatch import receiver
 
-from audit.chain import AuditAction, audit_record, audit_record_repeated
+from audit.chain import AuditAction, audit_record, audit_record_repeated, audit_window_close
 from audit.context import current_client
 
 # Where a failed login came from, by the path it was posted to.
@@ -35,7 +35,7 @@ def record_login_failed(sender, credentials, request=None, **kwargs) -> None:
     # Repeated failures for one name from one network (a brute force, which login throttling
     # then refuses, but which still fails) are counted on one event per window.
     audit_record_repeated(
-        key=f"login_failed:{recorded}:{_via(request)}:{current_client()}",
+        key=_failures_key(recorded, request),
         window_seconds=settings.AUDIT_REPEAT_WINDOW,
         actor=None,
         action=AuditAction.LOGIN_FAILED,
@@ -55,10 +55,16 @@ def _record_session(action: AuditAction, request, user) -> None:
     )
 
 
+def _failures_key(name: str, request) -> str:
+    return f"login_failed:{name}:{_via(request)}:{current_client()}"
+
+
 @receiver(user_logged_in, dispatch_uid="accounts.audit_logged_in")
 def record_logged_in(sender, request, user, **kwargs) -> None:
-    """A session login (the login page, the admin)."""
+    """A login (the login page, the admin, a token). Failures after it open a new event rather
+    than adding to the one before it, so the trail keeps their order around it."""
     _record_session(AuditAction.LOGIN, request, user)
+    audit_window_close(_failures_key(user.get_username(), request))
 
 
 @receiver(user_logged_out, dispatch_uid="accounts.audit_logged_out")

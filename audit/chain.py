@@ -152,6 +152,17 @@ def audit_record(
     )
 
 
+def _window_key(key: str) -> str:
+    return "audit-window:" + hashlib.sha256(key.encode()).hexdigest()
+
+
+def audit_window_close(key: str) -> None:
+    """End ``key``'s window now: its next action is an event of its own."""
+    from django.core.cache import caches
+
+    caches["throttle"].delete(_window_key(key))
+
+
 def audit_record_repeated(*, key: str, window_seconds: int, **event: Any) -> AuditEvent | None:
     """Record ``event`` (audit_record's arguments) once per ``window_seconds`` for actions
     sharing ``key``: a repeat within the window is counted on the window's event (EventRepeats)
@@ -162,7 +173,7 @@ def audit_record_repeated(*, key: str, window_seconds: int, **event: Any) -> Aud
     from django.db.models import F
 
     cache = caches["throttle"]
-    cache_key = "audit-window:" + hashlib.sha256(key.encode()).hexdigest()
+    cache_key = _window_key(key)
     event_id = cache.get(cache_key)
     if event_id is not None and EventRepeats.objects.filter(event_id=event_id).update(
         count=F("count") + 1, last_at=timezone.now()

@@ -27,6 +27,21 @@ def truncated_address(address: str | None) -> str:
     return str(ipaddress.ip_network(f"{ip}/{prefix}", strict=False))
 
 
+def client_network(address: str) -> str:
+    """What one client is counted as: its IPv4 address, or its IPv6 address's /64 (a host gets a
+    whole /64 and could rotate through it); an IPv4-mapped IPv6 address is its IPv4 address.
+    Anything else (no address, a unix socket) as given."""
+    try:
+        parsed = ipaddress.ip_address(address.strip())
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+    return str(parsed)
+
+
 def current_client() -> str:
     """The truncated address of the request being served, or ""."""
     return _client.get()

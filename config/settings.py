@@ -178,6 +178,11 @@ AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_LOCKOUT_MINUTES", default=1
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "accounts.lockout.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "accounts.lockout.login_client"
+AXES_USERNAME_CALLABLE = "accounts.lockout.login_username"
+# A refused attempt during a lockout neither extends it nor is stored (otherwise one request
+# every few minutes keeps an account locked, and each one grows the attempt's row).
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_VERBOSE = False
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -36,10 +36,13 @@ class ReleasesConfig(AppConfig):
 def _sqlite_file_private(sender, connection, **kwargs) -> None:
     """A SQLite database file is readable by the service's user only (it holds the trail, the
     ledger and the schemas; sqlite creates it as the umask allows)."""
+    import contextlib
     import os
 
     if connection.vendor != "sqlite":
         return
     name = str(connection.settings_dict.get("NAME") or "")
     if name and not name.startswith("file:") and name != ":memory:" and os.path.exists(name):
-        os.chmod(name, 0o600)
+        # Another user's file (shared through a group on purpose) is theirs to set.
+        with contextlib.suppress(PermissionError):
+            os.chmod(name, 0o600)

@@ -1,7 +1,6 @@
 """Rate limits for public requests that cost computation the public cache cannot save."""
 
 import hashlib
-import ipaddress
 import logging
 import math
 import time
@@ -10,26 +9,13 @@ from django.conf import settings
 from django.core.cache import caches
 from rest_framework.throttling import SimpleRateThrottle
 
+from audit.context import client_network
+
 logger = logging.getLogger(__name__)
 
 # The cache alias that counts requests: apart from the public cache, whose pages would otherwise
 # evict the counters (and reset every address's limit).
 THROTTLE_CACHE = "throttle"
-
-
-def client_network(address: str) -> str:
-    """What one client is counted as: its IPv4 address, or its IPv6 address's /64 (a host gets a
-    whole /64 and could rotate through it); an IPv4-mapped IPv6 address is its IPv4 address.
-    Anything else (no address, a unix socket) as given."""
-    try:
-        parsed = ipaddress.ip_address(address.strip())
-    except ValueError:
-        return address
-    if isinstance(parsed, ipaddress.IPv6Address):
-        if parsed.ipv4_mapped is not None:
-            return str(parsed.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
-    return str(parsed)
 
 
 class RangeQueryThrottle(SimpleRateThrottle):

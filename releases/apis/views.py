@@ -197,8 +197,9 @@ class TokenObtainApi(APIView):
     permission_classes = [AllowAny]
 
     class InputSerializer(serializers.Serializer):
-        username = serializers.CharField()
-        password = serializers.CharField(trim_whitespace=False)
+        # The longest a user name can be (Django's User); a password's length is bounded too.
+        username = serializers.CharField(max_length=150)
+        password = serializers.CharField(trim_whitespace=False, max_length=4096)
 
     @documented(
         "An API token for a user name and password",

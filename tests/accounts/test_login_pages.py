@@ -292,3 +292,65 @@ def test_a_brute_force_is_one_event_that_counts_its_attempts(client, curator, se
         settings.AXES_FAILURE_LIMIT + 2
     )
     assert audit_chain_verify().valid is True
+
+
+def token(username: str, password: str, **extra):
+    from rest_framework.test import APIClient
+
+    return APIClient().post(
+        "/api/v1/auth/token/", {"username": username, "password": password}, format="json", **extra
+    )
+
+
+def test_rotating_addresses_inside_one_ipv6_64_does_not_escape_the_lockout(curator, settings):
+    for host in range(settings.AXES_FAILURE_LIMIT):
+        token("curator1", "wrong", REMOTE_ADDR=f"2001:db8::{host + 1:x}")
+    assert token("curator1", PASSWORD, REMOTE_ADDR="2001:db8::ffff").status_code == 429
+    # an IPv4 client is the same client when written as an IPv4-mapped IPv6 address
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        token("curator1", "wrong", REMOTE_ADDR="192.0.2.7")
+    assert token("curator1", PASSWORD, REMOTE_ADDR="::ffff:192.0.2.7").status_code == 429
+
+
+def test_behind_a_proxy_one_client_cannot_lock_out_another(curator, settings):
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    for _ in range(settings.AXES_FAILURE_LIMIT + 2):
+        token("curator1", "wrong", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.66")
+    victim = token(
+        "curator1", PASSWORD, REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="198.51.100.5"
+    )
+    assert victim.status_code == 200
+
+
+def test_a_token_login_clears_the_names_failures(curator, settings):
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        token("curator1", "wrong")
+    assert token("curator1", PASSWORD).status_code == 200
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        token("curator1", "wrong")
+    assert token("curator1", PASSWORD).status_code == 200
+
+
+def test_failures_after_a_login_are_a_new_event(curator):
+    token("curator1", "wrong")
+    token("curator1", PASSWORD)
+    token("curator1", "wrong")
+    actions = list(
+        AuditEvent.objects.filter(action__startswith="user.login")
+        .order_by("id")
+        .values_list("action", flat=True)
+    )
+    assert actions == ["user.login_failed", "user.login", "user.login_failed"]
+
+
+def test_login_throttling_keeps_no_typed_name_that_is_no_account(db):
+    from axes.models import AccessAttempt
+
+    token("MySecretPassw0rd!", "x")
+    assert list(AccessAttempt.objects.values_list("username", flat=True)) == ["(unknown account)"]
+    assert token("u" * 256, "x").status_code == 400
+
+
+def test_a_login_without_a_client_address_is_answered(curator):
+    assert token("curator1", "wrong", REMOTE_ADDR="").status_code == 400
+    assert token("curator1", PASSWORD, REMOTE_ADDR="").status_code == 200
