@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import caches
 from django.db import models, transaction
-from django.db.models import Max
+from django.db.models import F, Max
 from django.utils import timezone
 
 from audit.context import current_client
@@ -158,8 +159,6 @@ def _window_key(key: str) -> str:
 
 def audit_window_close(key: str) -> None:
     """End ``key``'s window now: its next action is an event of its own."""
-    from django.core.cache import caches
-
     caches["throttle"].delete(_window_key(key))
 
 
@@ -169,9 +168,6 @@ def audit_record_repeated(*, key: str, window_seconds: int, **event: Any) -> Aud
     instead of becoming an event of its own. Returns the new event, or None for a repeat. The
     window is kept in the shared throttle cache; when it is lost, the next action simply opens a
     new window."""
-    from django.core.cache import caches
-    from django.db.models import F
-
     cache = caches["throttle"]
     cache_key = _window_key(key)
     event_id = cache.get(cache_key)

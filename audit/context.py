@@ -4,9 +4,11 @@ naming one machine. Set by :class:`ClientAddressMiddleware` for the request's du
 work outside a request (workers, management commands)."""
 
 import ipaddress
+import time
 from collections.abc import Callable
 from contextvars import ContextVar
 
+from django.core.cache import caches
 from django.http import HttpRequest, HttpResponse
 
 _client: ContextVar[str] = ContextVar("audit_client", default="")
@@ -81,6 +83,7 @@ class AccessDeniedMiddleware:
         match = getattr(request, "resolver_match", None)
         refused = response.status_code == 403 or (response.status_code == 404 and match is not None)
         if refused and user is not None and user.is_authenticated:
+            # Imported here: audit.chain imports this module (current_client).
             from audit.chain import AuditAction, audit_record
 
             recorded = _denials_recorded(user.pk)
@@ -111,10 +114,6 @@ HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRA
 def _denials_recorded(user_id: int) -> int:
     """How many of this user's refusals this minute, this one included (a shared cache, so
     every process counts together)."""
-    import time
-
-    from django.core.cache import caches
-
     cache = caches["throttle"]
     key = f"audit-denials:{user_id}:{int(time.time() // 60)}"
     cache.add(key, 0, timeout=120)

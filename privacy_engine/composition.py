@@ -16,12 +16,12 @@ the total (accounting.py, :func:`ledger_conversion`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal, localcontext
+from decimal import Decimal
 from typing import Any
 
 from privacy_engine.accounting import LEDGER_RULES, Ledger, ledger_conversion, ledger_rule
 from privacy_engine.definitions import Blowfish, Definition
-from privacy_engine.footprint import Footprint, records_in_parallel
+from privacy_engine.footprint import Footprint, exact_text, records_in_parallel
 from privacy_engine.kinds import PlannedStatistic, kind_of
 from privacy_engine.kinds.restricted import restriction_of
 from privacy_engine.release import ReleasePlan, exact_sum
@@ -30,15 +30,6 @@ SUM_RULE = (
     "ε = Σ εᵢ: the charge is the exact sum of the statistics' shares rounded up to the ledger's "
     "12 decimal places (δ: up to 15 significant digits), never below it"
 )
-
-
-def _amount(value: Decimal) -> str:
-    """``value`` written out in full: no digit dropped (normalize would round to 28 digits)."""
-    if not value:
-        return "0"
-    with localcontext() as context:
-        context.prec = 2200
-        return format(value.normalize(), "f")
 
 
 def _cells_words(cells: int, *, rows_per_person: int, definition: Definition | None) -> str:
@@ -114,13 +105,13 @@ class StatisticShare:
         out: dict[str, Any] = {
             "position": self.position,
             "kind": self.kind,
-            "epsilon": _amount(self.epsilon),
+            "epsilon": exact_text(self.epsilon),
             "within": self.within,
         }
         if self.column is not None:
             out["column"] = self.column
         if self.delta:
-            out["delta"] = _amount(self.delta)
+            out["delta"] = exact_text(self.delta)
         if self.disjoint_cells is not None:
             out["disjoint_cells"] = self.disjoint_cells
         if self.where is not None:
@@ -154,12 +145,12 @@ class ReleaseComposition:
             "definition": self.definition,
             "statistics": [share.to_dict() for share in self.statistics],
             "sum_rule": SUM_RULE,
-            "epsilon": _amount(self.epsilon),
-            "delta": _amount(self.delta),
+            "epsilon": exact_text(self.epsilon),
+            "delta": exact_text(self.delta),
             "ledger": self.ledger,
             "charged": {
-                "epsilon": _amount(self.charged_epsilon),
-                "delta": _amount(self.charged_delta),
+                "epsilon": exact_text(self.charged_epsilon),
+                "delta": exact_text(self.charged_delta),
             },
             "footprint": {
                 "epsilon": self.footprint[0].to_dict(),
@@ -196,7 +187,7 @@ def _groups_words(footprint: Footprint) -> str | None:
         worst = [name for name, amount in per_group.items() if amount == largest]
         columns.append(
             f"{column}: its groups' statistics compose in parallel, charged the largest "
-            f"group's ε = {_amount(largest)} ({', '.join(worst)})"
+            f"group's ε = {exact_text(largest)} ({', '.join(worst)})"
         )
     return "; ".join(columns)
 

@@ -105,10 +105,10 @@ class Footprint:
         return any(self.groups.values())
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"everyone": _text(self.everyone)}
+        out: dict[str, Any] = {"everyone": exact_text(self.everyone)}
         if self.parallel:
             out["groups"] = {
-                column: {name: _text(amount) for name, amount in per_group.items()}
+                column: {name: exact_text(amount) for name, amount in per_group.items()}
                 for column, per_group in self.groups.items()
             }
         return out
@@ -128,8 +128,8 @@ class Footprint:
         )
 
 
-def _text(amount: Decimal) -> str:
-    """``amount`` in full: no digit dropped."""
+def exact_text(amount: Decimal) -> str:
+    """``amount`` written out in full: no digit dropped (normalize would round to 28 digits)."""
     if not amount:
         return "0"
     with localcontext() as context:

@@ -3,6 +3,7 @@ filtered view of the audit page). Both are for compliance staff only; the export
 audit event."""
 
 import csv
+import json
 from collections.abc import Iterator
 
 from django.contrib.auth.decorators import login_required
@@ -66,8 +67,6 @@ class _Echo:
 
 
 def _rows(events) -> Iterator[str]:
-    import json
-
     writer = csv.writer(_Echo(), lineterminator="\r\n")
     yield writer.writerow(EXPORT_FIELDS)
     for event in events.iterator(chunk_size=2000):

@@ -1,5 +1,6 @@
 """Reads: querysets scoped to who is asking, and derived figures such as budgets."""
 
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -201,8 +202,6 @@ def dataset_privacy_report(*, dataset: Dataset) -> list[dict[str, Any]]:
 
 def _metadata_audit_head(release: Release) -> str | None:
     """The ``audit_head`` a published version's signed metadata carries, or None."""
-    import json
-
     record = release.files.filter(format=ReleaseFile.Format.METADATA).first()
     if record is None:
         return None

@@ -156,9 +156,15 @@ def group_schema(schema: Schema, where: Where) -> Schema:
     plan and preview work from. Reads no data."""
     if schema.declared_size is None:
         return schema
+    return dataclasses.replace(
+        schema, declared_size=group_share(where, schema, schema.declared_size)
+    )
+
+
+def group_share(where: Where, schema: Schema, n: int) -> int:
+    """The groups' even share of ``n`` records (at least 1)."""
     buckets = len(partition_of(where, schema).buckets)
-    share = max(1, round(schema.declared_size * len(where.groups) / buckets))
-    return dataclasses.replace(schema, declared_size=share)
+    return max(1, round(n * len(where.groups) / buckets))
 
 
 class RestrictedKind(QueryKind):
@@ -211,11 +217,11 @@ class RestrictedKind(QueryKind):
         return self.inner.disjoint_cells(query.query, schema)
 
     def simulated(self, query: Restricted, schema: Schema, n: int) -> tuple[Any, Any] | None:
-        return self.inner.simulated(query.query, schema, _group_size(query, schema, n))
+        return self.inner.simulated(query.query, schema, group_share(query.where, schema, n))
 
     def simulated_facts(self, planned: PlannedStatistic, schema: Schema, n: int) -> dict[str, Any]:
         return self.inner.simulated_facts(
-            _inner_planned(planned), schema, _group_size(planned.query, schema, n)
+            _inner_planned(planned), schema, group_share(planned.query.where, schema, n)
         )
 
     def plan(
@@ -260,11 +266,6 @@ class RestrictedKind(QueryKind):
 
     def _context(self, query: Restricted, context: PlanContext) -> PlanContext:
         return dataclasses.replace(context, schema=group_schema(context.schema, query.where))
-
-
-def _group_size(query: Restricted, schema: Schema, n: int) -> int:
-    buckets = len(partition_of(query.where, schema).buckets)
-    return max(1, round(n * len(query.where.groups) / buckets))
 
 
 def _within(query: Restricted, schema: Schema, requests: list[Aggregate]) -> list[Aggregate]:

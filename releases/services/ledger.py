@@ -15,6 +15,7 @@ from audit.chain import AuditAction, audit_record
 from privacy_engine import Ledger
 from privacy_engine.accounting import DELTA_PLACES, LEDGER_PLACES, ledger_rule, ledger_spends_delta
 from privacy_engine.composition import release_composition
+from privacy_engine.footprint import exact_text
 from releases.models import (
     BudgetIncrease,
     BudgetMovement,
@@ -88,12 +89,6 @@ def budget_settlement_record(*, entry: LedgerEntry) -> BudgetMovement:
     )
 
 
-def _text(amount: Decimal) -> str:
-    with localcontext() as context:
-        context.prec = 100
-        return format(amount.normalize(), "f") if amount else "0"
-
-
 def _entry_composition(entry: LedgerEntry) -> dict[str, Any]:
     """What a ledger entry alone says of its release's composition: the charged amounts and
     the ledger's conversion (the release's statistics are not re-planned here)."""
@@ -103,7 +98,7 @@ def _entry_composition(entry: LedgerEntry) -> dict[str, Any]:
         "definition": entry.definition_kind,
         "statistics": [],
         "ledger": ledger_rule(definition_kind=entry.definition_kind, ledger_kind=ledger_kind),
-        "charged": {"epsilon": _text(entry.epsilon), "delta": _text(entry.delta)},
+        "charged": {"epsilon": exact_text(entry.epsilon), "delta": exact_text(entry.delta)},
         "note": "reserved before the journal existed: amounts as its ledger entry records them",
     }
 
