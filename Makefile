@@ -14,10 +14,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# DEBUG=1 only here: everywhere else the settings are production's (config/settings.py).
 run: install
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py demo_setup
-	$(BIN)/python manage.py run_app
+	DEBUG=1 $(BIN)/python manage.py migrate --noinput
+	DEBUG=1 $(BIN)/python manage.py demo_setup
+	DEBUG=1 $(BIN)/python manage.py run_app
 
 lint: install
 	$(BIN)/ruff check .

@@ -1,15 +1,17 @@
 """Writes for users: creation with a role, and logins (audited: accounts/signals.py)."""
 
 import secrets
+from datetime import datetime
 
 from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Group
 from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.signals import user_logged_in
 from django.db import transaction
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
 from accounts.roles import Role
+from accounts.tokens import api_token_issue, api_token_revoke, api_tokens_revoke
 from audit.chain import AuditAction, audit_record
 
 
@@ -49,17 +51,35 @@ def user_login(*, request, username: str, password: str) -> AbstractBaseUser | N
     return authenticate(getattr(request, "_request", request), username=username, password=password)
 
 
-def auth_token_obtain(*, request, username: str, password: str) -> str | None:
-    """Log in for the API and return the user's token key, or ``None`` for bad credentials.
-    A token login opens no session, so the login signal is sent here."""
+def auth_token_obtain(*, request, username: str, password: str) -> tuple[str, datetime] | None:
+    """Log in for the API and return a new token and its expiry, or ``None`` for bad
+    credentials. A token login opens no session, so the login signal is sent here."""
     user = user_login(request=request, username=username, password=password)
     if user is None:
         return None
     with transaction.atomic():
-        token, _ = Token.objects.get_or_create(user=user)
+        issued = api_token_issue(user)
         # As a session login would: the audit event (accounts/signals.py), the last login
         # time, and login throttling forgetting this name's failures from this client.
         user_logged_in.send(
             sender=type(user), request=getattr(request, "_request", request), user=user
         )
-    return token.key
+    return issued
+
+
+def auth_token_logout(*, request, token: AuthToken | None) -> None:
+    """An API logout: revoke the request's token, or with ``token=None`` every token of its
+    user (as a logout of the site does)."""
+    user = request.user
+    with transaction.atomic():
+        if token is None:
+            api_tokens_revoke(user, reason="logout", actor=user)
+        else:
+            api_token_revoke(token)
+        audit_record(
+            actor=user,
+            action=AuditAction.LOGOUT,
+            object_type="user",
+            object_id=user.pk,
+            details={"via": "api", "tokens": "all" if token is None else "this"},
+        )

@@ -5,8 +5,10 @@ which sends these signals."""
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
+from django.db.models.signals import m2m_changed, pre_save
 from django.dispatch import receiver
 
+from accounts.tokens import api_tokens_revoke
 from audit.chain import AuditAction, audit_record, audit_record_repeated, audit_window_close
 from audit.context import current_client
 
@@ -69,6 +71,51 @@ def record_logged_in(sender, request, user, **kwargs) -> None:
 
 @receiver(user_logged_out, dispatch_uid="accounts.audit_logged_out")
 def record_logged_out(sender, request, user, **kwargs) -> None:
-    """A logout (a session that was not logged in sends no user: nothing to record)."""
+    """A logout (a session that was not logged in sends no user: nothing to record). Logging
+    out of the site or the admin also revokes the user's API tokens: "log out" means everywhere."""
     if user is not None:
         _record_session(AuditAction.LOGOUT, request, user)
+        api_tokens_revoke(user, reason="logout", actor=user)
+
+
+# Fields of an account whose change revokes its API tokens: a token must not outlive the
+# password it was obtained with, nor carry powers the account lost.
+_TOKEN_BOUND_FIELDS = ("password", "is_active", "is_staff", "is_superuser")
+
+
+@receiver(pre_save, sender=settings.AUTH_USER_MODEL, dispatch_uid="accounts.tokens_on_change")
+def revoke_tokens_on_account_change(sender, instance, update_fields=None, **kwargs) -> None:
+    """A changed password (set anywhere: the admin, create_user, changepassword, even a hash
+    upgraded at login) or account flag revokes the user's tokens before the change is saved."""
+    if instance.pk is None:
+        return
+    if update_fields is not None and not set(update_fields) & set(_TOKEN_BOUND_FIELDS):
+        return  # e.g. the last-login time every login saves
+    stored = sender.objects.filter(pk=instance.pk).values(*_TOKEN_BOUND_FIELDS).first()
+    if stored is None:
+        return
+    changed = [name for name in _TOKEN_BOUND_FIELDS if stored[name] != getattr(instance, name)]
+    if changed:
+        reason = "password_changed" if "password" in changed else "account_changed"
+        api_tokens_revoke(instance, reason=reason)
+
+
+@receiver(m2m_changed, dispatch_uid="accounts.tokens_on_role_change")
+def revoke_tokens_on_role_change(sender, instance, action, reverse, model, pk_set, **kwargs):
+    """A role is a group: adding or removing one revokes the tokens of every user it touches
+    (from the user's side or the group's)."""
+    user_model = get_user_model()
+    if sender is not user_model.groups.through or action not in (
+        "post_add",
+        "post_remove",
+        "pre_clear",
+    ):
+        return
+    if not reverse:
+        users = [instance]
+    elif pk_set is None:  # a group cleared of every user
+        users = list(instance.user_set.all())
+    else:
+        users = list(user_model.objects.filter(pk__in=pk_set))
+    for user in users:
+        api_tokens_revoke(user, reason="role_changed")

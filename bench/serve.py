@@ -136,6 +136,9 @@ def main() -> None:
             "VAR_DIR": var,
             "DEBUG": "0",
             "SECRET_KEY": "bench-only-" + "x" * 40,
+            "AUDIT_HMAC_KEY": "bench-only-audit-key",
+            # Plain HTTP to gunicorn on this machine; production has a TLS proxy in front.
+            "SECURE_SSL_REDIRECT": "0",
             "DATABASE_URL": args.database_url or f"sqlite:///{var}/db.sqlite3",
             "CELERY_BROKER_URL": f"sqla+sqlite:///{var}/broker.sqlite3",
         }

@@ -1,7 +1,8 @@
 """The Celery application. Tasks are Django-aware so ``delay_on_commit`` enqueues after commit.
 
 Every worker also runs the release reaper in a daemon thread of its main process, from the moment
-it is ready until it shuts down, so a release whose worker died is redelivered without cron.
+it is ready until it shuts down, so a release whose worker died is redelivered without cron; and,
+while RAW_DATA_RETENTION_DAYS is set, the raw data retention (releases/services/raw_data.py).
 """
 
 import os
@@ -24,6 +25,15 @@ def _start_release_reaper(**kwargs) -> None:
     from releases.services.runs import release_reaper_start
 
     _reapers.append(release_reaper_start())
+
+
+@worker_ready.connect
+def _start_raw_data_retention(**kwargs) -> None:
+    from releases.services.raw_data import raw_data_retention_start
+
+    retention = raw_data_retention_start()
+    if retention is not None:
+        _reapers.append(retention)
 
 
 @worker_shutdown.connect

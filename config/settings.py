@@ -1,8 +1,10 @@
 """One env-driven settings module.
 
-Embedded defaults (SQLite, a broker in a SQLite file, DEBUG on, a generated secret) let the app run
-with no server. Production sets DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY and DEBUG=0; with DEBUG
-off a missing SECRET_KEY is an error, never a default.
+Production settings are the default: DEBUG is off unless the environment says DEBUG=1 (as
+`make run` and the tests do), and then SECRET_KEY and AUDIT_HMAC_KEY must be given (a missing one is
+an error, never a default), cookies are HTTPS-only, HTTP redirects to HTTPS and HSTS is sent, so
+`manage.py check --deploy` is clean. Embedded defaults (SQLite, a broker in a SQLite file) still
+let the app run with no server; with DEBUG=1 the secrets are generated into var/.
 """
 
 import os
@@ -10,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, REPORT_SAMPLE, SELF, UNSAFE_INLINE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -20,7 +23,7 @@ VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 (VAR_DIR / "staticfiles").mkdir(exist_ok=True)
 
-DEBUG = env.bool("DEBUG", default=True)
+DEBUG = env.bool("DEBUG", default=False)
 
 
 def _development_secret_key() -> str:
@@ -99,7 +102,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    # API tokens: hashed, expiring, revoked on account changes (accounts/tokens.py).
+    "knox",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "audit",
@@ -107,6 +111,8 @@ INSTALLED_APPS = [
     "releases",
     # Login throttling on the login page, the token endpoint and the admin (see below).
     "axes",
+    # The Content-Security-Policy header (CONTENT_SECURITY_POLICY below).
+    "csp",
 ]
 
 MIDDLEWARE = [
@@ -115,6 +121,8 @@ MIDDLEWARE = [
     "audit.context.ClientAddressMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # Before anything reads a body (CsrfViewMiddleware does): refuses one above its route's cap.
+    "config.request_limits.RequestBodyLimitMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -122,9 +130,36 @@ MIDDLEWARE = [
     "audit.context.AccessDeniedMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     # Last, as django-axes requires: answers a locked-out login with its lockout response.
     "axes.middleware.AxesMiddleware",
 ]
+
+# Every page loads scripts, styles, fonts and images from the app's own origin only: no inline
+# script or style attribute runs (pages keep their data in data- attributes and JSON blocks, and
+# charts draw through Plotly's DOM calls), so an injected tag does nothing. Browser tests fail on
+# any violation (tests/browser/conftest.py). data: images are Swagger UI's icons.
+# Two inline exceptions, both for Plotly and neither able to run code: an EMPTY <style> element
+# (the hash of ""), which Plotly adds and then fills through the CSS object model, which the
+# policy does not govern; and style attributes, which Plotly sets on chart elements (a heatmap's
+# image rendering, a label's font size). The app's own templates have none (a test checks).
+EMPTY_STYLE_ELEMENT = "'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='"
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        # report-sample: a violation's report quotes the start of what was refused.
+        "script-src": [SELF, REPORT_SAMPLE],
+        "style-src": [SELF, EMPTY_STYLE_ELEMENT, REPORT_SAMPLE],
+        "style-src-attr": [UNSAFE_INLINE],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -276,9 +311,14 @@ CACHES = {
         "KEY_PREFIX": "throttle",
     },
 }
-# Request bodies other than uploaded files (forms, JSON) Django reads into memory: above the API's
-# own cap (REST_FRAMEWORK["MAX_BODY_BYTES"]), so the API answers its cap in JSON naming "body".
-DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024**2
+# Every request body, whatever its type, is refused with a 413 above REQUEST_MAX_BODY_BYTES
+# (config/request_limits.py), except on the routes that take a table: there, up to
+# DATASET_MAX_UPLOAD_BYTES more. Form fields Django reads into memory have the same cap; it is
+# above the API's own JSON cap (REST_FRAMEWORK["MAX_BODY_BYTES"]), so the API answers its cap in
+# JSON naming "body".
+REQUEST_MAX_BODY_BYTES = env.int("REQUEST_MAX_BODY_BYTES", default=8 * 1024**2)
+UPLOAD_URL_NAMES = ["api-datasets", "dataset-upload"]
+DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
 # Bounds on what a client can choose, so every request and every public page stays small.
 DATASET_MAX_COLUMNS = env.int("DATASET_MAX_COLUMNS", default=200)
 SCHEMA_MAX_CATEGORIES = env.int("SCHEMA_MAX_CATEGORIES", default=200)
@@ -313,7 +353,7 @@ LOGOUT_REDIRECT_URL = "/"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "accounts.tokens.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -351,6 +391,15 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
+# API tokens (django-rest-knox): stored as SHA-512 digests, each expiring API_TOKEN_TTL_HOURS
+# after it was issued (no silent renewal: a script logs in again); a user keeps at most
+# API_TOKENS_PER_USER live tokens, the oldest going first.
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(hours=env.int("API_TOKEN_TTL_HOURS", default=10)),
+    "AUTO_REFRESH": False,
+    "TOKEN_LIMIT_PER_USER": env.int("API_TOKENS_PER_USER", default=10),
+}
+
 CELERY_BROKER_URL = env.str(
     "CELERY_BROKER_URL", default=f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite'}"
 )
@@ -383,8 +432,22 @@ LOGGING = {
 }
 
 if not DEBUG:
+    # What `manage.py check --deploy` asks of a site served over HTTPS only.
     SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=True)
     CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=True)
-    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=3600)
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 24 * 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+    SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
     if env.bool("BEHIND_TLS_PROXY", default=False):
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# --- Raw data retention (releases/services/raw_data.py) ------------------------------------------
+# Days after its upload that a dataset's raw data (the uploaded file and its converted table) is
+# deleted; its releases, ledger and audit trail stay. 0 keeps it until its curator deletes it.
+# Every Celery worker applies it hourly; `manage.py delete_expired_raw_data` applies it at once.
+RAW_DATA_RETENTION_DAYS = env.int("RAW_DATA_RETENTION_DAYS", default=0)
+if RAW_DATA_RETENTION_DAYS < 0:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured("RAW_DATA_RETENTION_DAYS must be 0 (keep until deleted) or more")

@@ -3,7 +3,16 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from accounts import views as account_views
-from releases import card_views, curator_views, ledger_views, report_views, version_views, views
+from releases import (
+    approval_views,
+    card_views,
+    curator_views,
+    ledger_views,
+    raw_data_views,
+    report_views,
+    version_views,
+    views,
+)
 from releases.apis.schema import SchemaView
 from releases.apis.versions import catalog_diff_cache_key
 from releases.feeds import NewVersionsFeed, feed_cache_key
@@ -41,9 +50,33 @@ urlpatterns = [
         report_views.dataset_privacy_report,
         name="audit-dataset-report",
     ),
+    path(
+        "audit/datasets/<int:pk>/approval/",
+        approval_views.dataset_approval_requirement,
+        name="audit-dataset-approval",
+    ),
+    path("audit/approvals/", approval_views.approvals_list, name="approvals"),
+    path("audit/approvals/<int:pk>/", approval_views.approval_review, name="approval-review"),
+    path(
+        "audit/approvals/<int:pk>/approve/",
+        approval_views.approval_decide,
+        {"decision": "approve"},
+        name="approval-approve",
+    ),
+    path(
+        "audit/approvals/<int:pk>/reject/",
+        approval_views.approval_decide,
+        {"decision": "reject"},
+        name="approval-reject",
+    ),
     path("datasets/", curator_views.dataset_list, name="datasets"),
     path("datasets/new/", curator_views.dataset_upload, name="dataset-upload"),
     path("datasets/<int:pk>/", curator_views.dataset_detail, name="dataset-detail"),
+    path(
+        "datasets/<int:pk>/delete-raw-data/",
+        raw_data_views.dataset_raw_delete_view,
+        name="dataset-raw-delete",
+    ),
     path("datasets/<int:pk>/ledger/", ledger_views.dataset_ledger, name="dataset-ledger"),
     path(
         "datasets/<int:pk>/ledger/request/",

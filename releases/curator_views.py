@@ -49,6 +49,7 @@ from releases.services.datasets import (
     dataset_schema_update,
 )
 from releases.services.errors import Conflict, ValidationFailed
+from releases.services.raw_data import REASON_MAX_LENGTH as RAW_DELETE_REASON_MAX_LENGTH
 from releases.services.releases import (
     policy_explanation,
     release_charge_preview,
@@ -180,9 +181,9 @@ def _unit_of_protection(data) -> dict:
 def dataset_detail(request, pk: int):
     dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=pk)
     if dataset.status != dataset.Status.READY:
-        # Converting or failed: nothing to declare yet; the page says where the upload stands.
-        return render(request, "curator/dataset_processing.html", {"dataset": dataset})
-    locked = dataset_has_submissions(dataset)
+        return dataset_page_render(request, dataset)
+    # Once the raw data is deleted nothing on the page can change the schema any more.
+    locked = dataset_has_submissions(dataset) or dataset.is_raw_deleted
     suggestion = None
     column_forms = _column_forms(dataset)
     if request.method == "POST" and request.POST.get("action") == "suggest" and not locked:
@@ -214,6 +215,37 @@ def dataset_detail(request, pk: int):
             else:
                 messages.success(request, "Schema saved.")
                 return redirect("dataset-detail", pk=dataset.pk)
+    return dataset_page_render(
+        request, dataset, locked=locked, column_forms=column_forms, suggestion=suggestion
+    )
+
+
+def dataset_page_render(
+    request,
+    dataset,
+    *,
+    locked: bool | None = None,
+    column_forms=None,
+    suggestion: dict | None = None,
+    raw_delete_form=None,
+):
+    """The dataset page: its budget, schema form, releases and the "Delete raw data" form
+    (``raw_delete_form``, bound when it is shown again with its errors). A dataset converting or
+    whose upload failed has a page of its own, saying where the upload stands."""
+    if dataset.status != dataset.Status.READY:
+        return render(
+            request,
+            "curator/dataset_processing.html",
+            {
+                "dataset": dataset,
+                "raw_delete_form": raw_delete_form,
+                "raw_delete_reason_max_length": RAW_DELETE_REASON_MAX_LENGTH,
+            },
+        )
+    if locked is None:
+        locked = dataset_has_submissions(dataset) or dataset.is_raw_deleted
+    if column_forms is None:
+        column_forms = _column_forms(dataset)
     epsilon, delta_budget = selectors.dataset_budget(dataset)
     releases = dataset.releases.select_related("series").order_by("-created_at")
     schema = dataset.schema or {}
@@ -245,6 +277,8 @@ def dataset_detail(request, pk: int):
             "duplicate_of_own": dataset.duplicate_of
             if dataset.duplicate_of_id and dataset.duplicate_of.owner_id == dataset.owner_id
             else None,
+            "raw_delete_form": raw_delete_form,
+            "raw_delete_reason_max_length": RAW_DELETE_REASON_MAX_LENGTH,
         },
     )
 
@@ -629,7 +663,7 @@ def wizard_statistics(request, pk: int):
     return render(request, "curator/wizard_statistics.html", context)
 
 
-def _sentence(entry: dict, declared_size: int | None) -> str:
+def accuracy_sentence(entry: dict, declared_size: int | None) -> str:
     half = entry["ci95_halfwidth"]
     if entry["mechanism"].startswith("none"):
         return "Published exactly: the number of records is public under this definition."
@@ -696,7 +730,7 @@ def wizard_preview(request, pk: int):
         {
             **entry,
             "label": STATISTIC_LABELS[entry["kind"]],
-            "sentence": _sentence(entry, declared_size),
+            "sentence": accuracy_sentence(entry, declared_size),
         }
         for entry in release.preview
     ]

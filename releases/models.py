@@ -129,6 +129,13 @@ class Dataset(models.Model):
     # The Blowfish policy of a Blowfish ledger, as JSON.
     ledger_policy = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set when the upload and its table were deleted (releases/services/raw_data.py): the
+    # dataset's metadata, releases, ledger and trail stay; nothing can read its rows again.
+    raw_deleted_at = models.DateTimeField(null=True, blank=True)
+    raw_deleted_reason = models.TextField(blank=True)
+    # Dual control: when set (by compliance), a submitted release waits for a compliance
+    # officer other than its curator to approve it before any worker runs it.
+    requires_approval = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -139,6 +146,10 @@ class Dataset(models.Model):
     @property
     def column_names(self) -> list[str]:
         return [c["name"] for c in self.columns]
+
+    @property
+    def is_raw_deleted(self) -> bool:
+        return self.raw_deleted_at is not None
 
 
 class ReleaseSeries(models.Model):
@@ -167,6 +178,14 @@ class Release(models.Model):
         RUNNING = "running", "Running"
         PUBLISHED = "published", "Published"
         FAILED = "failed", "Failed"
+        # A draft that can no longer run (its dataset's raw data was deleted), never submitted
+        # and never charged; ``failure_reason`` says why.
+        CLOSED = "closed", "Closed"
+        # Submitted on a dataset that requires approval: its budget is reserved, and no worker
+        # runs it until a compliance officer approves it (then queued) or rejects it (then
+        # rejected, its reservation returned). See ReleaseApproval.
+        AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
+        REJECTED = "rejected", "Rejected"
 
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="releases")
     series = models.ForeignKey(ReleaseSeries, on_delete=models.PROTECT, related_name="releases")
@@ -216,6 +235,25 @@ class Release(models.Model):
     @property
     def is_published(self) -> bool:
         return self.status == self.Status.PUBLISHED
+
+
+class ReleaseApproval(models.Model):
+    """A compliance officer's decision on a release awaiting approval (never its own curator's)."""
+
+    class Decision(models.TextChoices):
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+
+    release = models.OneToOneField(Release, on_delete=models.PROTECT, related_name="approval")
+    decision = models.CharField(max_length=20, choices=Decision.choices)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="release_decisions"
+    )
+    comment = models.TextField()
+    decided_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"release {self.release_id} {self.decision} by {self.decided_by}"
 
 
 class NoisyAnswer(models.Model):

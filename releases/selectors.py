@@ -181,7 +181,7 @@ def dataset_privacy_report(*, dataset: Dataset) -> list[dict[str, Any]]:
     trail's head its signed metadata anchored at publication (read from the metadata file)."""
     releases = (
         Release.objects.filter(dataset=dataset)
-        .exclude(status=Release.Status.DRAFT)
+        .exclude(status__in=[Release.Status.DRAFT, Release.Status.CLOSED])
         .select_related("series", "withdrawal", "ledger_entry")
         .order_by("submitted_at", "id")
     )
@@ -529,3 +529,25 @@ def _published_ranges(slug: str, version: int, position: int) -> PublishedRanges
         while len(_published_ranges_kept) > PUBLISHED_RANGES_KEPT:
             _published_ranges_kept.popitem(last=False)
     return published
+
+
+def release_list_awaiting_approval(*, user) -> QuerySet[Release]:
+    """Releases waiting for a compliance officer's decision, oldest submission first."""
+    return (
+        Release.objects.filter(
+            status=Release.Status.AWAITING_APPROVAL,
+            dataset__in=dataset_list_visible(user=user),
+        )
+        .select_related("dataset", "created_by", "series")
+        .order_by("submitted_at", "id")
+    )
+
+
+def release_get_for_approval(*, user, pk: int) -> Release | None:
+    """A submitted release a compliance officer may review (awaiting approval or decided)."""
+    return (
+        Release.objects.filter(dataset__in=dataset_list_visible(user=user), pk=pk)
+        .exclude(status__in=[Release.Status.DRAFT, Release.Status.CLOSED])
+        .select_related("dataset", "created_by", "series")
+        .first()
+    )

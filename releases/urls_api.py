@@ -1,10 +1,11 @@
 from django.urls import path
 
-from releases.apis import ledger, signing, versions, views
+from releases.apis import approvals, ledger, raw_data, signing, versions, views
 from releases.public_cache import public_cache
 
 urlpatterns = [
     path("auth/token/", views.TokenObtainApi.as_view(), name="api-token"),
+    path("auth/logout/", views.TokenLogoutApi.as_view(), name="api-logout"),
     path("datasets/", views.DatasetListApi.as_view(), name="api-datasets"),
     path("datasets/<int:dataset_id>/", views.DatasetDetailApi.as_view(), name="api-dataset"),
     path(
@@ -17,6 +18,11 @@ urlpatterns = [
         views.AccuracySolverApi.as_view(),
         name="api-dataset-accuracy",
     ),
+    path(
+        "datasets/<int:dataset_id>/delete-raw-data/",
+        raw_data.DatasetRawDataDeleteApi.as_view(),
+        name="api-dataset-raw-delete",
+    ),
     path("releases/", views.ReleaseListApi.as_view(), name="api-releases"),
     path("releases/<int:release_id>/", views.ReleaseDetailApi.as_view(), name="api-release"),
     path(
@@ -28,6 +34,22 @@ urlpatterns = [
         "releases/<int:release_id>/publish-again/",
         views.ReleasePublishAgainApi.as_view(),
         name="api-release-publish-again",
+    ),
+    path(
+        "releases/<int:release_id>/approve/",
+        approvals.ReleaseApproveApi.as_view(),
+        name="api-release-approve",
+    ),
+    path(
+        "releases/<int:release_id>/reject/",
+        approvals.ReleaseRejectApi.as_view(),
+        name="api-release-reject",
+    ),
+    path("approvals/", approvals.ApprovalListApi.as_view(), name="api-approvals"),
+    path(
+        "datasets/<int:dataset_id>/approval/",
+        approvals.DatasetApprovalRequirementApi.as_view(),
+        name="api-dataset-approval",
     ),
     path("catalog/", public_cache(views.CatalogListApi.as_view()), name="api-catalog"),
     path(

@@ -76,7 +76,10 @@ def page_of(name: str, item: serializers.Serializer, **extra: serializers.Field)
 
 
 class TokenSerializer(serializers.Serializer):
-    token = serializers.CharField(help_text="Send as `Authorization: Token <token>`")
+    token = serializers.CharField(
+        help_text="Send as `Authorization: Token <token>`; shown once, stored only hashed"
+    )
+    expiry = serializers.DateTimeField(help_text="When the token stops working")
 
 
 # --- datasets and their budgets ---------------------------------------------------------------
@@ -158,6 +161,14 @@ class DatasetSerializer(serializers.Serializer):
         allow_null=True, help_text="The dataset whose upload this one repeats"
     )
     created_at = serializers.DateTimeField()
+    raw_deleted_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When the upload and its table were deleted (releases, ledger and trail "
+        "stay); null while they are kept",
+    )
+    raw_deleted_reason = serializers.CharField(
+        allow_null=True, help_text="Why the raw data was deleted; null while it is kept"
+    )
 
 
 class LedgerEntrySerializer(serializers.Serializer):
@@ -271,6 +282,10 @@ class ReleaseSerializer(serializers.Serializer):
     submitted_at = serializers.DateTimeField(allow_null=True)
     published_at = serializers.DateTimeField(allow_null=True)
     catalog_url = serializers.URLField(allow_null=True, help_text="Once published")
+    approval = serializers.DictField(
+        allow_null=True,
+        help_text="A compliance officer's decision: {decision, decided_by, decided_at, comment}",
+    )
 
 
 RELEASE_PAGE = page_of("ReleasePage", ReleaseSerializer(many=True))
@@ -543,3 +558,31 @@ class StartingPointSerializer(serializers.Serializer):
     epsilon = serializers.FloatField()
     delta = serializers.FloatField(help_text="For (ε, δ)-differential privacy")
     reasons = serializers.ListField(child=serializers.CharField())
+
+
+class AwaitingReleaseSerializer(serializers.Serializer):
+    """A submitted release as its approver sees it: the plan, never data values."""
+
+    id = serializers.IntegerField()
+    dataset = serializers.IntegerField()
+    dataset_name = serializers.CharField()
+    title = serializers.CharField()
+    curator = serializers.CharField()
+    status = serializers.ChoiceField(choices=Release.Status.choices)
+    definition = _object("The privacy definition")
+    queries = serializers.ListField(child=_object("One statistic's query"))
+    preview = serializers.ListField(child=_object("A statistic's expected accuracy"))
+    epsilon_charged = _amount()
+    delta_charged = _amount()
+    submitted_at = serializers.DateTimeField()
+    approval = serializers.DictField(
+        allow_null=True, help_text="{decision, decided_by, decided_at, comment} once decided"
+    )
+
+
+AWAITING_RELEASE_PAGE = page_of("AwaitingReleasePage", AwaitingReleaseSerializer(many=True))
+
+
+class ApprovalRequirementSerializer(serializers.Serializer):
+    dataset = serializers.IntegerField()
+    requires_approval = serializers.BooleanField()

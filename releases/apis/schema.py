@@ -4,6 +4,7 @@ query-string parameter named with its meaning."""
 
 from collections.abc import Sequence
 
+from drf_spectacular.contrib.knox_auth_token import KnoxTokenScheme
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -33,6 +34,13 @@ TOO_MANY_REQUESTS = OpenApiResponse(
 OBJECT = OpenApiResponse(OpenApiTypes.OBJECT, description="See README.md's API table")
 
 
+class ApiTokenScheme(KnoxTokenScheme):
+    """`Authorization: Token <token>` in the schema, as it was before tokens were hashed."""
+
+    target_class = "accounts.tokens.ApiTokenAuthentication"
+    name = "tokenAuth"
+
+
 def query(name: str, description: str, kind: type | OpenApiTypes = str) -> OpenApiParameter:
     return OpenApiParameter(name, kind, OpenApiParameter.QUERY, description=description)
 
@@ -58,6 +66,8 @@ def documented(
         for media_type in files:
             kind = OpenApiTypes.ANY if media_type == "application/json" else OpenApiTypes.BINARY
             answers[ok, media_type] = OpenApiResponse(kind, description="The file")
+    elif ok == 204:
+        answers[ok] = OpenApiResponse(description=summary)  # no body
     elif response is None:
         answers[ok] = OBJECT
     else:

@@ -10,14 +10,14 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_view
 from rest_framework import exceptions, serializers, status
-from rest_framework.authentication import TokenAuthentication
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from accounts.permissions import IsCompliance, IsCurator, IsCuratorOrCompliance
-from accounts.services import auth_token_obtain
+from accounts.services import auth_token_logout, auth_token_obtain
+from accounts.tokens import ApiTokenAuthentication
 from audit.chain import audit_anchor
 from privacy_engine import (
     MAX_ROWS,
@@ -31,6 +31,7 @@ from privacy_engine import (
 from privacy_engine.guidance import HARM_EPSILON, RELEASES_FACTOR, suggest_starting_point
 from releases import selectors
 from releases.apis import responses
+from releases.apis.approvals import approval_data
 from releases.apis.pagination import paginated
 from releases.apis.parsers import FormParser, JSONParser, MultiPartParser
 from releases.apis.schema import CATALOG_FILTERS, PAGE, documented, query
@@ -104,6 +105,9 @@ def dataset_data(dataset: Dataset) -> dict:
         if dataset.duplicate_of_id is not None and dataset.duplicate_of.owner_id == dataset.owner_id
         else None,
         "created_at": dataset.created_at.isoformat(),
+        # Set once the upload and its table were deleted (releases/services/raw_data.py).
+        "raw_deleted_at": dataset.raw_deleted_at.isoformat() if dataset.raw_deleted_at else None,
+        "raw_deleted_reason": dataset.raw_deleted_reason or None,
     }
 
 
@@ -159,6 +163,7 @@ def release_data(release: Release, request) -> dict:
         )
         if release.is_published
         else None,
+        "approval": approval_data(getattr(release, "approval", None)),
     }
 
 
@@ -210,13 +215,30 @@ class TokenObtainApi(APIView):
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        key = auth_token_obtain(request=request, **data.validated_data)
-        if key is None:
+        issued = auth_token_obtain(request=request, **data.validated_data)
+        if issued is None:
             return Response(
                 {"detail": "Unable to log in with these credentials."},
                 status=status.HTTP_400_BAD_REQUEST,
             )
-        return Response({"token": key})
+        token, expiry = issued
+        return Response({"token": token, "expiry": expiry})
+
+
+class TokenLogoutApi(APIView):
+    """Revoke the token this request carries; with ``?all=1`` (or a session), every token of
+    its user."""
+
+    @documented(
+        "Revoke this API token (all=1: every token of this user)",
+        request=None,
+        ok=204,
+        parameters=[query("all", "1: revoke every token of this user, not only this one", bool)],
+    )
+    def post(self, request):
+        everywhere = request.query_params.get("all") in ("1", "true")
+        auth_token_logout(request=request, token=None if everywhere else request.auth)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 @extend_schema_view(
@@ -495,7 +517,7 @@ def _download_actor(request):
     if user.is_authenticated:
         return user
     try:
-        found = TokenAuthentication().authenticate(request)
+        found = ApiTokenAuthentication().authenticate(request)
     except exceptions.AuthenticationFailed:
         found = None
     return found[0] if found else request.user  # AnonymousUser: recorded as anonymous

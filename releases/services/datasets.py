@@ -34,6 +34,7 @@ from releases.services.clock import database_now
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.heartbeat import heartbeat
 from releases.services.ledger import budget_amount, budget_opening_record
+from releases.services.raw_data import dataset_require_raw_data
 from releases.services.storage import (
     PRIVATE_FILE_MODE,
     local_copy,
@@ -522,9 +523,10 @@ def _claim_conversion(dataset_id: int) -> str:
 
 
 def _stopped_reason(times: int) -> str:
+    count = {1: "once", 2: "twice"}.get(times, f"{times} times")
     return (
         "The worker converting this table stopped before finishing, "
-        f"{times} times (killed or out of memory); it is not tried again."
+        f"{count} (killed or out of memory); it is not tried again."
     )
 
 
@@ -613,7 +615,11 @@ def _conversion_failed(dataset_id: int, reason: str) -> None:
 
 
 def dataset_require_ready(dataset: Dataset) -> None:
-    """Refuse work on a table that is still converting or failed to convert (a 409)."""
+    """Refuse work on a table that is still converting, failed to convert, or whose raw data was
+    deleted (a 409)."""
+    dataset_require_raw_data(
+        dataset, action="a schema change, a suggestion from the data or a new release"
+    )
     if dataset.status == Dataset.Status.PROCESSING:
         raise Conflict("The table is still being converted; try again when it is ready.")
     if dataset.status == Dataset.Status.FAILED:
@@ -621,7 +627,10 @@ def dataset_require_ready(dataset: Dataset) -> None:
 
 
 def dataset_has_submissions(dataset: Dataset) -> bool:
-    return dataset.releases.exclude(status=Release.Status.DRAFT).exists()
+    # A closed draft (releases/services/raw_data.py) was never submitted.
+    return dataset.releases.exclude(
+        status__in=[Release.Status.DRAFT, Release.Status.CLOSED]
+    ).exists()
 
 
 def _category_limit_errors(schema: dict) -> dict[str, list[str]]:
@@ -708,6 +717,7 @@ def dataset_schema_update(*, dataset: Dataset, user, schema: Any) -> Dataset:
         raise ValidationFailed(error.errors) from None
     with transaction.atomic():
         locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
+        dataset_require_raw_data(locked, action="a schema change")
         if dataset_has_submissions(locked):
             raise Conflict("The schema is fixed once a release of this dataset was submitted.")
         typed = _mark_from_data(typed, locked.schema_suggestion)

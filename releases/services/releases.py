@@ -45,6 +45,7 @@ from releases.services.clock import database_now
 from releases.services.datasets import dataset_require_ready
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.ledger import budget_reservation_record, ledger_composition
+from releases.services.raw_data import dataset_require_raw_data
 
 # Statistics whose files hold a row per record.
 RECORD_FILE_KINDS = ("randomized_response", "synthetic")
@@ -181,6 +182,11 @@ def release_draft_create(
     if errors:
         raise ValidationFailed(errors)
     with transaction.atomic():
+        # Under the dataset's lock, as its raw data's deletion closes drafts under it: no draft
+        # is made after that deletion closed the others.
+        dataset_require_raw_data(
+            Dataset.objects.select_for_update().get(pk=dataset.pk), action="a new release"
+        )
         if series is None:
             series = _series_create(user=user, dataset=dataset, title=title)
         release = Release.objects.create(
@@ -276,7 +282,11 @@ def release_simulated_preview(release: Release) -> list[dict] | None:
     """The draft on a simulated table of its dataset's declared shape (see the engine).
 
     :class:`ValidationFailed` names what no longer fits when the schema changed since the draft
-    was made (a column made an identifier, new bounds)."""
+    was made (a column made an identifier, new bounds). :class:`Conflict` once the draft was
+    closed or its dataset's raw data deleted: it can never run."""
+    dataset_require_raw_data(release.dataset, action="a simulated preview")
+    if release.status == Release.Status.CLOSED:
+        raise Conflict(release.failure_reason or "This draft was closed.")
     try:
         return simulated_preview(
             schema=release.dataset.schema, definition=release.definition, queries=release.queries
@@ -492,12 +502,20 @@ def _submit(*, release: Release, user) -> Release:
 
     with transaction.atomic():
         locked = Release.objects.select_for_update().get(pk=release.pk)
+        if locked.status == Release.Status.CLOSED:
+            raise SubmissionRefused("closed", locked.failure_reason or "This draft was closed.")
         if locked.status != Release.Status.DRAFT:
             raise SubmissionRefused(
                 "already_submitted",
                 f"This release was already submitted (status: {locked.status}).",
             )
         dataset = Dataset.objects.select_for_update().get(pk=locked.dataset_id)
+        if dataset.raw_deleted_at is not None:
+            raise SubmissionRefused(
+                "raw_data_deleted",
+                f"The raw data of this dataset was deleted on {dataset.raw_deleted_at:%Y-%m-%d}: "
+                "no release of it can run any more.",
+            )
         if dataset.status != Dataset.Status.READY:
             raise SubmissionRefused(
                 "dataset_not_ready",
@@ -522,7 +540,10 @@ def _submit(*, release: Release, user) -> Release:
             footprint=composition["footprint"],
         )
         budget_reservation_record(entry=entry, user=user, composition=composition)
-        locked.status = Release.Status.QUEUED
+        # Dual control: on a dataset that requires approval the release waits, its budget
+        # reserved, for a compliance officer's decision (releases/services/approvals.py).
+        awaiting = dataset.requires_approval
+        locked.status = Release.Status.AWAITING_APPROVAL if awaiting else Release.Status.QUEUED
         locked.schema = dataset.schema
         locked.columns_text = statistics_columns_text(locked.queries)
         locked.preview = plan.preview()
@@ -551,7 +572,17 @@ def _submit(*, release: Release, user) -> Release:
                 "footprint_sha256": footprint_digest(entry.footprint),
             },
         )
-        release_run_task.delay_on_commit(locked.pk)
+        if awaiting:
+            audit_record(
+                actor=user,
+                action=AuditAction.APPROVAL_REQUESTED,
+                object_type="release",
+                object_id=locked.pk,
+                dataset_id=dataset.pk,
+                details={"title": locked.title},
+            )
+        else:
+            release_run_task.delay_on_commit(locked.pk)
     return locked
 
 

@@ -219,10 +219,10 @@ def _draw(release_id: int, claim_token: str) -> None:
             dataset_id=release.dataset_id,
             details={"statistics": len(result.statistics), "engine": result.engine},
         )
-        _ledger_settle(entry, release=release, state=LedgerEntry.State.SPENT)
+        ledger_settle(entry, release=release, state=LedgerEntry.State.SPENT)
 
 
-def _ledger_settle(entry: LedgerEntry, *, release: Release, state: str) -> None:
+def ledger_settle(entry: LedgerEntry, *, release: Release, state: str) -> None:
     """Move a reservation to spent or returned and record it, in the caller's transaction.
 
     Idempotent and final: only a reservation moves, so spent stays spent and returned stays
@@ -651,7 +651,7 @@ def _fail_locked(release: Release, reason: str) -> None:
     )
     entry = LedgerEntry.objects.select_for_update().filter(release=release).first()
     if entry is not None:
-        _ledger_settle(
+        ledger_settle(
             entry,
             release=release,
             state=LedgerEntry.State.SPENT

@@ -13,11 +13,14 @@ def budget_bar(budget) -> dict:
     def share(amount: Decimal) -> str:
         return f"{max(Decimal(0), amount) / total * 100:.1f}"
 
+    spent, reserved = share(budget.spent), share(budget.reserved)
     return {
         "budget": budget,
-        "spent": share(budget.spent),
-        "reserved": share(budget.reserved),
+        "spent": spent,
+        "reserved": reserved,
         "remaining": share(budget.remaining),
+        # Where the remaining part starts: after the spent and reserved ones, as drawn.
+        "remaining_from": f"{Decimal(spent) + Decimal(reserved):.1f}",
     }
 
 

@@ -2,11 +2,17 @@
 (function () {
   "use strict";
   var card = document.getElementById("release-status");
-  if (!card || ["queued", "running"].indexOf(card.dataset.status) < 0) { return; }
+  if (!card || ["awaiting_approval", "queued", "running"].indexOf(card.dataset.status) < 0) { return; }
+  var initial = card.dataset.status;
+  // A decision may take days: ask less often meanwhile.
+  var interval = initial === "awaiting_approval" ? 10000 : 1000;
   var bar = document.getElementById("progress");
   var statusText = document.getElementById("status-text");
   var detail = document.getElementById("status-detail");
-  var labels = { queued: "Queued", running: "Running", published: "Published", failed: "Failed" };
+  var labels = {
+    awaiting_approval: "Awaiting approval", queued: "Queued", running: "Running",
+    published: "Published", failed: "Failed", rejected: "Rejected"
+  };
 
   function poll() {
     fetch(card.dataset.apiUrl, { headers: { "Accept": "application/json" }, credentials: "same-origin" })
@@ -14,11 +20,12 @@
       .then(function (release) {
         bar.value = release.progress;
         statusText.textContent = labels[release.status] || release.status;
-        if (release.status === "published" || release.status === "failed") {
+        var finished = ["published", "failed", "rejected"].indexOf(release.status) >= 0;
+        if (finished || (initial === "awaiting_approval" && release.status !== initial)) {
           window.location.reload();
           return;
         }
-        setTimeout(poll, 1000);
+        setTimeout(poll, interval);
       })
       .catch(function () { setTimeout(poll, 3000); });
   }

@@ -628,13 +628,13 @@ def test_insert_or_replace_cannot_replace_an_event_on_sqlite(published):
 
 
 def test_downloads_are_recorded_with_their_real_actor(published, curator, client):
-    from rest_framework.authtoken.models import Token
+    from knox.models import AuthToken
     from rest_framework.test import APIClient
 
     url = f"/api/v1/catalog/{published.series.slug}/versions/1/files/csv/"
-    token = Token.objects.create(user=curator)
+    _, token = AuthToken.objects.create(user=curator)
     by_token = APIClient()
-    by_token.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    by_token.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     bad_token = APIClient()
     bad_token.credentials(HTTP_AUTHORIZATION="Token not-a-token")
     client.force_login(curator)

@@ -5,7 +5,7 @@ from playwright.sync_api import expect
 
 from releases.models import Release
 from releases.services.datasets import dataset_create, dataset_schema_update
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import screenshot, wait_until
 from tests.conftest import CLINIC_SCHEMA, csv_upload, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -56,7 +56,7 @@ def test_blowfish_distance_threshold_preview_sits_beside_epsilon_dp(page, live_s
     expect(page.locator("#blowfish-explanation")).to_contain_text("closer than θ = 5")
     # age declares a fill value here, so whether it is missing is protected and not listed
     expect(page.locator("#blowfish-explanation")).not_to_contain_text("is missing")
-    page.wait_for_function("document.getElementById('id_truth_probability').value === '0.73106'")
+    wait_until(page, "document.getElementById('id_truth_probability').value === '0.73106'")
     screenshot(page, "wizard-blowfish")
     page.get_by_role("button", name="Save and choose statistics →").click()
 

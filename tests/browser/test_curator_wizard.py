@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from audit.models import AuditEvent
 from releases.models import Dataset, Release
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import screenshot, wait_until
 from tests.conftest import make_user
 from tests.processes import start_celery_worker, stop
 
@@ -91,12 +91,12 @@ def test_curator_uploads_declares_drafts_previews_and_publishes(
     # and start a release, setting p and seeing ε follow
     page.get_by_role("link", name="New release").first.click()
     page.get_by_label("Release title").fill("Clinic statistics 2026")
-    page.wait_for_function("document.getElementById('odds-view').textContent.includes('at most')")
+    wait_until(page, "document.getElementById('odds-view').textContent.includes('at most')")
     page.get_by_label("p: probability of a truthful yes/no answer about one person").fill("0.6")
-    page.wait_for_function("document.getElementById('id_epsilon').value.startsWith('0.405')")
+    wait_until(page, "document.getElementById('id_epsilon').value.startsWith('0.405')")
     assert page.input_value("#id_epsilon").startswith("0.405")  # ln(0.6 / 0.4)
     page.get_by_label("ε for this release").fill("1")
-    page.wait_for_function("document.getElementById('id_truth_probability').value === '0.73106'")
+    wait_until(page, "document.getElementById('id_truth_probability').value === '0.73106'")
     assert "at most" in page.inner_text("#odds-view")
     expect(page.locator("#group-view")).to_contain_text("A group of 2 is protected at ε = 2.0000")
     screenshot(page, "wizard-privacy")

@@ -30,7 +30,7 @@ def log_in(page, base_url: str, username: str, next_path: str) -> None:
         ("auditor", "compliance", "/audit/"),
     ],
 )
-def test_page_fits_a_phone_screen(chromium, live_server, user, role, path):
+def test_page_fits_a_phone_screen(new_context, live_server, user, role, path):
     # given
     curator = make_user("curator1", "curator")
     if role == "compliance":
@@ -39,7 +39,7 @@ def test_page_fits_a_phone_screen(chromium, live_server, user, role, path):
         owner=curator, name="Clinic", upload=csv_upload(), budget_epsilon="1", declared_size=100
     )
     dataset_schema_update(dataset=dataset, user=curator, schema=CLINIC_SCHEMA)
-    context = chromium.new_context(viewport=PHONE)
+    context = new_context(viewport=PHONE)
     page = context.new_page()
 
     # when
@@ -48,4 +48,3 @@ def test_page_fits_a_phone_screen(chromium, live_server, user, role, path):
     # then
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     screenshot(page, "phone" + path.format(dataset="d").replace("/", "-").rstrip("-"))
-    context.close()

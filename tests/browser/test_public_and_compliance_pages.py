@@ -98,9 +98,9 @@ def test_compliance_officer_logs_in_and_sees_events_and_chain(page, live_server,
     assert page.console_errors == []
 
 
-def test_pages_fit_a_phone_screen(chromium, live_server, published_release):
+def test_pages_fit_a_phone_screen(new_context, live_server, published_release):
     # given a phone-sized window
-    context = chromium.new_context(viewport={"width": 390, "height": 844})
+    context = new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()
 
     # when the release page is opened
@@ -110,4 +110,3 @@ def test_pages_fit_a_phone_screen(chromium, live_server, published_release):
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390
     screenshot(page, "release-page-phone")
-    context.close()

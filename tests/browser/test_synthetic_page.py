@@ -11,7 +11,7 @@ import pytest
 from releases.models import Release
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.releases import release_draft_create, release_submit
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import screenshot, wait_until
 from tests.conftest import csv_upload, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -64,7 +64,7 @@ def test_the_public_page_draws_the_marginals_and_the_rows_download(page, live_se
     # and the menu shows another column: age's ten bins, twice
     page.locator("#chart-0 .updatemenu-header").click()
     page.locator("#chart-0 .updatemenu-dropdown-button", has_text="age").click()
-    page.wait_for_function("document.querySelectorAll('#chart-0 .barlayer .point').length === 20")
+    wait_until(page, "document.querySelectorAll('#chart-0 .barlayer .point').length === 20")
 
     # and the rows download: a header and as many rows as the page says
     with page.expect_download() as download:

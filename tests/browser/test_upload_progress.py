@@ -11,7 +11,7 @@ from audit.chain import AuditAction
 from audit.models import AuditEvent
 from releases.models import Dataset
 from releases.services.datasets import dataset_convert, dataset_create
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import screenshot, wait_until
 from tests.conftest import csv_upload, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -78,9 +78,10 @@ def test_a_large_upload_shows_the_transfer_then_the_ready_dataset(
 
     # then the bar shows the transfer under way, the button waits for it
     expect(page.locator("#upload-transfer")).to_be_visible()
-    page.wait_for_function(
-        "() => { const v = document.getElementById('transfer-progress').value; "
-        "return v > 0.2 && v < 0.8; }"
+    wait_until(
+        page,
+        "(() => { const v = document.getElementById('transfer-progress').value; "
+        "return v > 0.2 && v < 0.8; })()",
     )
     expect(page.locator("#transfer-text")).to_contain_text(re.compile(r"Sent [\d.]+ of [\d.]+ MB"))
     expect(page.get_by_role("button", name="Upload")).to_be_disabled()
@@ -201,9 +202,9 @@ def test_the_conversion_page_shows_why_a_conversion_failed(
     assert page.console_errors == []
 
 
-def test_without_javascript_the_form_posts_as_before(chromium, live_server, tmp_path):
+def test_without_javascript_the_form_posts_as_before(new_context, live_server, tmp_path):
     # given a browser with JavaScript off and a curator on the upload page
-    context = chromium.new_context(java_script_enabled=False)
+    context = new_context(java_script_enabled=False)
     page = context.new_page()
     _log_in(page, live_server, "/datasets/new/")
     csv_path = tmp_path / "clinic.csv"
@@ -219,4 +220,3 @@ def test_without_javascript_the_form_posts_as_before(chromium, live_server, tmp_
     page.wait_for_url(DATASET_PAGE)
     expect(page.get_by_label("Kind of age")).to_be_visible()
     assert Dataset.objects.get().name == "Clinic 2026"
-    context.close()

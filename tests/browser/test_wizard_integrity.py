@@ -9,6 +9,7 @@ from privacy_engine import blowfish_refusal
 from releases.models import Release
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.releases import release_draft_update
+from tests.browser.conftest import wait_until
 from tests.conftest import CLINIC_SCHEMA, csv_upload, make_user
 from tests.releases.test_inert_charts import BREAK, COLUMN, LINK, STYLED, hostile_draft
 
@@ -103,7 +104,7 @@ def test_privacy_step_with_a_person_key_offers_no_blowfish_and_says_why(page, li
     page.get_by_label("Username").fill("curator1")
     page.get_by_label("Password").fill("pw-test-12345")
     page.get_by_role("button", name="Log in").click()
-    page.wait_for_function("document.getElementById('id_truth_probability').value !== ''")
+    wait_until(page, "document.getElementById('id_truth_probability').value !== ''")
 
     # then only the two differential-privacy definitions are offered, with the reason
     expect(page.locator("input[name=definition_kind]")).to_have_count(2)

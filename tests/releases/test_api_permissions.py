@@ -6,7 +6,8 @@ from dataclasses import dataclass
 import pytest
 from django.contrib.auth.models import Group
 from django.urls import resolve
-from rest_framework.authtoken.models import Token
+from knox.crypto import hash_token
+from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
@@ -118,6 +119,26 @@ ENDPOINTS = {
         None,
         None,
     ),
+    "api-logout": ("post", lambda w: "/api/v1/auth/logout/", None, None),
+    "approvals": ("get", lambda w: "/api/v1/approvals/", None, None),
+    "release-approve": (
+        "post",
+        lambda w: f"/api/v1/releases/{w.published.pk}/approve/",
+        lambda w: {"comment": "Checked."},
+        "json",
+    ),
+    "release-reject": (
+        "post",
+        lambda w: f"/api/v1/releases/{w.published.pk}/reject/",
+        lambda w: {"comment": "Not this one."},
+        "json",
+    ),
+    "dataset-approval": (
+        "put",
+        lambda w: f"/api/v1/datasets/{w.dataset.pk}/approval/",
+        lambda w: {"required": True},
+        "json",
+    ),
     "catalog-list": ("get", lambda w: "/api/v1/catalog/", None, None),
     "catalog-version": ("get", _catalog_base, None, None),
     "catalog-file": ("get", lambda w: _catalog_base(w) + "files/json/", None, None),
@@ -160,6 +181,12 @@ ENDPOINTS = {
         "post",
         lambda w: f"/api/v1/datasets/{w.dataset.pk}/accuracy/",
         lambda w: {"query": {"kind": "count"}, "ci95_halfwidth": 10},
+        "json",
+    ),
+    "dataset-raw-delete": (
+        "post",
+        lambda w: f"/api/v1/datasets/{w.dataset.pk}/delete-raw-data/",
+        lambda w: {"reason": "The agreement ended.", "confirm": True},
         "json",
     ),
     "dataset-ledger": ("get", lambda w: f"/api/v1/datasets/{w.dataset.pk}/ledger/", None, None),
@@ -214,6 +241,13 @@ EXPECTED = {
     "release-submit": (401, 202, 404, 403),
     # a draft has nothing to publish again: its owner gets the conflict, others nothing
     "release-publish-again": (401, 409, 404, 403),
+    "approvals": (401, 403, 403, 200),
+    # a published release awaits no decision: compliance gets the conflict, others nothing
+    "release-approve": (401, 403, 403, 409),
+    "release-reject": (401, 403, 403, 409),
+    "dataset-approval": (401, 403, 403, 200),
+    # any logged-in user may revoke their own tokens
+    "api-logout": (401, 204, 204, 204),
     "catalog-list": (200, 200, 200, 200),
     "catalog-version": (200, 200, 200, 200),
     "catalog-file": (200, 200, 200, 200),
@@ -226,6 +260,7 @@ EXPECTED = {
     "audit-anchor": (401, 403, 403, 200),
     "translate": (200, 200, 200, 200),
     "dataset-accuracy": (401, 200, 404, 403),
+    "dataset-raw-delete": (401, 200, 404, 403),
     "starting-point": (200, 200, 200, 200),
     "simulated-preview": (401, 200, 404, 403),
     "dataset-ledger": (401, 200, 404, 200),
@@ -241,7 +276,11 @@ MATRIX = [
     for endpoint, statuses in EXPECTED.items()
     for i, role in enumerate(ROLES)
 ]
-NON_PUBLIC = [name for name, statuses in EXPECTED.items() if statuses[0] == 401]
+# Any logged-in account may revoke its own tokens, whatever its role (or none).
+SELF_SERVICE = {"api-logout"}
+NON_PUBLIC = [
+    name for name, statuses in EXPECTED.items() if statuses[0] == 401 and name not in SELF_SERVICE
+]
 
 
 def call(client: APIClient, endpoint: str, w: World):
@@ -316,6 +355,18 @@ def test_anonymous_gets_401_with_token_challenge(world, anonymous_client, endpoi
     assert response.status_code == 401
     assert response.json() == {"detail": "Authentication credentials were not provided."}
     assert response["WWW-Authenticate"] == "Token"
+
+
+@pytest.mark.parametrize("endpoint", sorted(SELF_SERVICE))
+def test_user_without_role_may_use_self_service_endpoints(world, endpoint):
+    client = client_for(make_user("nobody", None))
+
+    # when
+    response = call(client, endpoint, world)
+
+    # then
+    assert response.status_code == 204
+    assert denials() == []
 
 
 @pytest.mark.parametrize("endpoint", NON_PUBLIC)
@@ -417,7 +468,9 @@ def test_token_endpoint_returns_a_token_that_authenticates(curator):
     # then
     assert response.status_code == 200
     key = response.json()["token"]
-    assert response.json() == {"token": Token.objects.get(user=curator).key}
+    assert set(response.json()) == {"token", "expiry"}
+    stored = AuthToken.objects.get(user=curator)
+    assert stored.digest == hash_token(key) != key  # only the digest is stored
     authed = APIClient()
     authed.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     assert authed.get("/api/v1/datasets/").status_code == 200
@@ -426,7 +479,7 @@ def test_token_endpoint_returns_a_token_that_authenticates(curator):
     assert (login.actor, login.object_id) == ("curator1", str(curator.pk))
 
 
-def test_token_endpoint_returns_same_token_on_second_login(curator):
+def test_token_endpoint_issues_a_new_token_per_login(curator):
     # given
     client = APIClient()
     body = {"username": "curator1", "password": "pw-test-12345"}
@@ -435,9 +488,13 @@ def test_token_endpoint_returns_same_token_on_second_login(curator):
     first = client.post("/api/v1/auth/token/", body, format="json").json()["token"]
     second = client.post("/api/v1/auth/token/", body, format="json").json()["token"]
 
-    # then
-    assert first == second
-    assert Token.objects.count() == 1
+    # then both work: a token is shown once, so a second client gets its own
+    assert first != second
+    assert AuthToken.objects.count() == 2
+    for key in (first, second):
+        authed = APIClient()
+        authed.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+        assert authed.get("/api/v1/datasets/").status_code == 200
 
 
 def test_token_endpoint_bad_password_is_400_and_audited(curator):
@@ -454,7 +511,7 @@ def test_token_endpoint_bad_password_is_400_and_audited(curator):
     # then
     assert response.status_code == 400
     assert response.json() == {"detail": "Unable to log in with these credentials."}
-    assert Token.objects.count() == 0
+    assert AuthToken.objects.count() == 0
     failed = AuditEvent.objects.get(action="user.login_failed")
     assert failed.actor == "system"
     assert failed.details == {"username": "curator1", "via": "api", "repeats_counted_for_s": 600}

@@ -19,6 +19,8 @@ TABLE = "patient,age\n" + "".join(f"P{i:04d},{(i * 37) % 90 + 5}\n" for i in ran
 def production_stack(tmp_path, stacks) -> Iterator[Stack]:
     with postgres_redis_env(tmp_path) as env:
         env["DEBUG"] = "0"
+        # The test speaks plain HTTP to gunicorn; in production a TLS proxy is in front of it.
+        env["SECURE_SSL_REDIRECT"] = "0"
         yield from start_stack(env, tmp_path, stacks, web_server="gunicorn")
 
 
