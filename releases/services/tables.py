@@ -2,17 +2,20 @@
 
 The rules every read follows (README repeats them):
 
-- UTF-8 text (a byte-order mark is ignored); a NUL byte anywhere refuses the file.
+- UTF-8 text (a byte-order mark is ignored); UTF-16 and UTF-32 text are refused naming their
+  encoding; a NUL byte anywhere refuses the file.
 - Lines end in LF, CRLF or a lone CR (classic Mac); all three end a record outside quotes.
 - The CSV dialect (delimiter among comma, semicolon and tab; quote character; initial spaces) is
   detected once, at upload, and stored with the dataset. Every later read passes the stored
   dialect back, so each record parses the same way every time. Quotes inside quoted fields are
-  doubled (RFC 4180).
+  doubled (RFC 4180), and a quoted field must close before the file ends (else it would hold
+  every later row).
 - The first line is the header. A blank line inside the table is refused, naming its row; blank
   lines at the end of the file are ignored. A line whose fields are all empty (``,,``) is not
   blank: it is a record whose values are all missing.
 """
 
+import codecs
 import contextlib
 import csv
 import dataclasses
@@ -23,7 +26,7 @@ import itertools
 import os
 import tempfile
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -59,6 +62,8 @@ LINE_CHARACTERS = 8 << 20
 MAX_COLUMN_NAME = 200
 # Bytes per block of the fast parser (a record may not be longer).
 FAST_BLOCK_BYTES = 4 << 20
+# The first bytes searched for the NUL pattern of UTF-16 text without a byte-order mark.
+WIDE_SAMPLE_BYTES = 1024
 
 
 class TableError(ValueError):
@@ -155,15 +160,39 @@ class _ByteFacts:
     empty_line: bool
 
 
+def _wide_encoding(head: bytes) -> str | None:
+    """The wide encoding (UTF-16 or UTF-32) whose byte-order mark starts ``head``, or UTF-16
+    when every other byte is NUL (what spreadsheets save as "Unicode text"); else None. Such a
+    file is text in the wrong encoding, not binary data, and the message says so."""
+    if head.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "UTF-32"
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "UTF-16"
+    sample = head[: len(head) & ~1]  # whole 16-bit units
+    if len(sample) >= 4:
+        even, odd = sample[0::2], sample[1::2]
+        for zeros, text in ((odd, even), (even, odd)):
+            if not zeros.strip(b"\x00") and b"\x00" not in text:
+                return "UTF-16"
+    return None
+
+
 def _check_bytes(handle: BinaryIO) -> _ByteFacts:
-    """Refuse an empty file, or binary data (a NUL byte anywhere), reading in chunks; then
-    rewind. Anywhere, not only near the start: a NUL later in the file would otherwise be read
-    (or crash a database) long after the upload was accepted."""
+    """Refuse an empty file, text in UTF-16 or UTF-32, or binary data (a NUL byte anywhere),
+    reading in chunks; then rewind. Anywhere, not only near the start: a NUL later in the file
+    would otherwise be read (or crash a database) long after the upload was accepted."""
     blank, delimited, empty_line = True, False, False
     # One buffer, read into again and again: no new chunk (and no page faults) per read.
     buffer = bytearray(CHUNK_BYTES)
     previous = b""  # the last byte of the previous chunk
+    first = True
     while size := handle.readinto(buffer):
+        if first and (encoding := _wide_encoding(bytes(buffer[: min(size, WIDE_SAMPLE_BYTES)]))):
+            raise TableError(
+                f"The file is {encoding} text, not UTF-8; save it as UTF-8 CSV "
+                "(in a spreadsheet: CSV UTF-8)."
+            )
+        first = False
         if buffer.find(b"\x00", 0, size) >= 0:
             raise TableError("This does not look like a CSV file (it contains binary data).")
         blank = blank and not buffer[:size].strip()
@@ -197,6 +226,9 @@ class _BoundedLines:
         self.text = text
         self.characters = 0
         self.number = 0
+        # Set once the last line was handed out: a record the csv module completes after that
+        # was completed by the end of the file, inside a quoted value.
+        self.ended = False
 
     def __iter__(self) -> Iterator[str]:
         while line := self.text.readline(LINE_CHARACTERS + 1):
@@ -207,6 +239,7 @@ class _BoundedLines:
                     f"Line {self.number} is longer than {LINE_CHARACTERS:,} characters."
                 )
             yield line
+        self.ended = True
 
 
 def _column_name_problem(name: str) -> str | None:
@@ -220,11 +253,28 @@ def _column_name_problem(name: str) -> str | None:
     return None
 
 
-def _records(text: Iterable[str], options: dict[str, Any]) -> Iterator[list[str]]:
-    reader = csv.reader(text, **options)
+def _unclosed_quote(row_number: int) -> TableError:
+    return TableError(
+        f"Row {row_number} opens a quoted value that is never closed: the file ends inside it "
+        "(a quote character is missing, or the file was cut short)."
+    )
+
+
+def _records(lines: _BoundedLines, options: dict[str, Any]) -> Iterator[list[str]]:
+    """The records of ``lines``. A record the end of the file completes (it ended inside a
+    quoted value) is refused: lenient parsing would make it one value holding every later row."""
+    reader = csv.reader(lines, **options)
+    number = 0
     try:
-        yield from reader
-    except csv.Error:
+        for number, record in enumerate(reader, start=1):
+            if lines.ended:
+                raise _unclosed_quote(number)
+            yield record
+    except csv.Error as error:
+        if str(error).startswith("field larger than field limit"):
+            raise TableError(
+                f"Row {number + 1} has a value longer than {FIELD_LIMIT:,} characters."
+            ) from None
         raise TableError("The file is not valid CSV.") from None
     except UnicodeDecodeError:
         raise TableError("The file is not valid UTF-8 text; save it as UTF-8 CSV.") from None
@@ -448,6 +498,38 @@ def _longest(column: pa.Array, length: Callable[[pa.Array], pa.Array]) -> int:
     return pc.max(length(column)).as_py() or 0
 
 
+# A value no accepted file holds (a NUL refuses the file): the fast parser reads the file
+# followed by a record of such values, which comes back as a record of its own only when the
+# file did not end inside a quoted value.
+_END_VALUE = "\x00"
+
+
+class _WithEndRecord:
+    """A binary file's bytes, then ``record`` on a line of its own."""
+
+    def __init__(self, handle: BinaryIO, record: bytes) -> None:
+        self.handle = handle
+        self.record = record
+        self.last = b"\n"
+        self.closed = False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        if data:
+            self.last = data[-1:]
+            return data
+        tail, self.record = self.record, b""
+        if tail and self.last not in (b"\n", b"\r"):
+            tail = b"\n" + tail
+        return tail
+
+    def close(self) -> None:
+        self.closed = True
+
+
 def _fast_batches(
     handle: BinaryIO, reading: _Reading, block_bytes: int
 ) -> Iterator[list[pa.Array]]:
@@ -455,16 +537,14 @@ def _fast_batches(
     as the csv module does for the files it is used on (checked by a property test): two or more
     columns, no initial-space skipping, no empty line. Raises :class:`_NotFast` at anything it
     cannot vouch for (a record of another width, a field over the csv module's limit, any
-    parse or encoding error), before the caller has kept any of its output."""
+    parse or encoding error, a file ending inside a quoted value), before the caller has kept
+    any of its output."""
     width = len(reading.header)
     dialect = reading.dialect
-
-    def refuse(row) -> str:
-        return "error"
-
+    end_record = [_END_VALUE] * width
     try:
         reader = pacsv.open_csv(
-            handle,
+            _WithEndRecord(handle, dialect["delimiter"].join(end_record).encode()),
             read_options=pacsv.ReadOptions(
                 autogenerate_column_names=True, use_threads=False, block_size=block_bytes
             ),
@@ -475,7 +555,9 @@ def _fast_batches(
                 escape_char=False,
                 newlines_in_values=True,
                 ignore_empty_lines=False,
-                invalid_row_handler=refuse,
+                # No invalid_row_handler: a record of another width is an error (Arrow's default),
+                # and a Python handler cannot even be called on a row that is not UTF-8 (Arrow
+                # then prints the decoding error to stderr, in the worker's log).
             ),
             convert_options=pacsv.ConvertOptions(
                 column_types={f"f{i}": pa.string() for i in range(width)},
@@ -484,6 +566,8 @@ def _fast_batches(
             ),
         )
         first = True
+        # Each batch is held until the next one is read: the last must end with end_record.
+        held: list[pa.Array] | None = None
         for batch in reader:
             if batch.num_columns != width:
                 raise _NotFast
@@ -498,7 +582,14 @@ def _fast_batches(
             ):
                 raise _NotFast
             if len(columns[0]):
-                yield columns
+                if held is not None:
+                    yield held
+                held = columns
+        if held is None or [column[-1].as_py() for column in held] != end_record:
+            # The file ended inside a quoted value, which then holds end_record.
+            raise _NotFast
+        if len(held[0]) > 1:
+            yield [column.slice(0, len(column) - 1) for column in held]
     except (pa.ArrowException, UnicodeDecodeError, ValueError):
         raise _NotFast from None
 
