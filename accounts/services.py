@@ -3,7 +3,7 @@
 import secrets
 from datetime import datetime
 
-from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth import authenticate, get_user_model, logout
 from django.contrib.auth.models import AbstractBaseUser, Group
 from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.signals import user_logged_in
@@ -13,12 +13,23 @@ from knox.models import AuthToken
 from accounts.roles import Role
 from accounts.tokens import api_token_issue, api_token_revoke, api_tokens_revoke
 from audit.chain import AuditAction, audit_record
+from organisations.services import (
+    DEFAULT_ORGANISATION_SLUG,
+    membership_set,
+    organisation_get_or_create,
+)
 
 
 def user_create_or_reset(
-    *, username: str, role: Role, password: str | None = None
+    *,
+    username: str,
+    role: Role,
+    password: str | None = None,
+    organisation: str = DEFAULT_ORGANISATION_SLUG,
 ) -> tuple[AbstractBaseUser, str]:
-    """Create the user (or reset its password) with exactly this role; return it and the password.
+    """Create the user (or reset its password) with exactly this role, in this organisation
+    (created when it does not exist); return it and the password. A user who owns datasets in
+    another organisation cannot move (ValueError).
 
     A generated password is returned once and stored only as a hash.
     """
@@ -33,12 +44,15 @@ def user_create_or_reset(
         user.is_active = True
         user.save()
         user.groups.set([Group.objects.get_or_create(name=role.value)[0]])
+        member_of = organisation_get_or_create(organisation)
+        membership_set(user=user, organisation=member_of)
         audit_record(
             actor=None,
             action=AuditAction.USER_CREATED,
             object_type="user",
             object_id=user.pk,
-            details={"username": username, "role": role.value},
+            details={"username": username, "role": role.value, "organisation": member_of.slug},
+            organisation=member_of.slug,
         )
     return user, password
 
@@ -58,6 +72,18 @@ def auth_token_obtain(*, request, username: str, password: str) -> tuple[str, da
     if user is None:
         return None
     with transaction.atomic():
+        # The password was checked against the row as it was read; a change since (whose
+        # revocation ran before this token existed) must refuse the token. Under the row's
+        # lock, a change still under way is waited for.
+        current = (
+            type(user)
+            .objects.select_for_update()
+            .filter(pk=user.pk)
+            .values("password", "is_active")
+            .first()
+        )
+        if current != {"password": user.password, "is_active": True}:
+            return None
         issued = api_token_issue(user)
         # As a session login would: the audit event (accounts/signals.py), the last login
         # time, and login throttling forgetting this name's failures from this client.
@@ -69,8 +95,12 @@ def auth_token_obtain(*, request, username: str, password: str) -> tuple[str, da
 
 def auth_token_logout(*, request, token: AuthToken | None) -> None:
     """An API logout: revoke the request's token, or with ``token=None`` every token of its
-    user (as a logout of the site does)."""
+    user. A request without a token (a session) logs the session out, as the site's logout does,
+    which revokes every token (accounts/signals.py)."""
     user = request.user
+    if getattr(request, "auth", None) is None:
+        logout(getattr(request, "_request", request))
+        return
     with transaction.atomic():
         if token is None:
             api_tokens_revoke(user, reason="logout", actor=user)

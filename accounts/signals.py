@@ -5,12 +5,13 @@ which sends these signals."""
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
-from django.db.models.signals import m2m_changed, pre_save
+from django.db.models.signals import m2m_changed, post_save, pre_save
 from django.dispatch import receiver
 
 from accounts.tokens import api_tokens_revoke
 from audit.chain import AuditAction, audit_record, audit_record_repeated, audit_window_close
 from audit.context import current_client
+from organisations.services import organisation_slug_of
 
 # Where a failed login came from, by the path it was posted to.
 ADMIN_PREFIX = "/admin/"
@@ -44,6 +45,8 @@ def record_login_failed(sender, credentials, request=None, **kwargs) -> None:
         object_type="user",
         object_id=account.pk if account else None,
         details={"username": recorded, "via": _via(request)},
+        # The account's organisation; a name that is no account's belongs to none.
+        organisation=organisation_slug_of(account) if account else "",
     )
 
 
@@ -84,9 +87,11 @@ _TOKEN_BOUND_FIELDS = ("password", "is_active", "is_staff", "is_superuser")
 
 
 @receiver(pre_save, sender=settings.AUTH_USER_MODEL, dispatch_uid="accounts.tokens_on_change")
-def revoke_tokens_on_account_change(sender, instance, update_fields=None, **kwargs) -> None:
-    """A changed password (set anywhere: the admin, create_user, changepassword, even a hash
-    upgraded at login) or account flag revokes the user's tokens before the change is saved."""
+def note_token_bound_changes(sender, instance, update_fields=None, **kwargs) -> None:
+    """A changed password (set anywhere: the admin, create_user, changepassword) or account flag
+    is noted here and revokes the user's tokens once the row is written (below): a token login
+    re-reads the row under its lock, so none can slip in between."""
+    instance._tokens_revoked_because = None
     if instance.pk is None:
         return
     if update_fields is not None and not set(update_fields) & set(_TOKEN_BOUND_FIELDS):
@@ -95,8 +100,21 @@ def revoke_tokens_on_account_change(sender, instance, update_fields=None, **kwar
     if stored is None:
         return
     changed = [name for name in _TOKEN_BOUND_FIELDS if stored[name] != getattr(instance, name)]
+    # A login that re-hashes the same password with newer parameters sets _password to None
+    # (django.contrib.auth): the password did not change.
+    if changed == ["password"] and getattr(instance, "_password", "") is None:
+        return
     if changed:
-        reason = "password_changed" if "password" in changed else "account_changed"
+        instance._tokens_revoked_because = (
+            "password_changed" if "password" in changed else "account_changed"
+        )
+
+
+@receiver(post_save, sender=settings.AUTH_USER_MODEL, dispatch_uid="accounts.tokens_revoked")
+def revoke_tokens_on_account_change(sender, instance, created, **kwargs) -> None:
+    reason = getattr(instance, "_tokens_revoked_because", None)
+    if reason is not None:
+        instance._tokens_revoked_because = None
         api_tokens_revoke(instance, reason=reason)
 
 

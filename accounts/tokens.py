@@ -13,6 +13,7 @@ from knox.settings import knox_settings
 from rest_framework import exceptions
 
 from audit.chain import AuditAction, audit_record
+from organisations.services import organisation_slug_of
 
 # What knox issues: AUTH_TOKEN_CHARACTER_LENGTH lowercase hexadecimal characters, no prefix.
 _TOKEN_SHAPE = re.compile(rb"[0-9a-f]{%d}" % knox_settings.AUTH_TOKEN_CHARACTER_LENGTH)
@@ -55,5 +56,6 @@ def api_tokens_revoke(user: AbstractBaseUser, *, reason: str, actor=None) -> int
             object_type="user",
             object_id=user.pk,
             details={"reason": reason, "tokens": revoked},
+            organisation=organisation_slug_of(user),
         )
     return revoked

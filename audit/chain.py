@@ -27,9 +27,11 @@ from django.core.cache import caches
 from django.db import models, transaction
 from django.db.models import F, Max
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from audit.context import current_client
 from audit.models import GENESIS_HASH, AuditChainHead, AuditEvent, EventRepeats
+from organisations.services import organisation_slug_of
 
 
 class AuditAction(models.TextChoices):
@@ -124,6 +126,10 @@ def canonical_content(event: AuditEvent) -> bytes:
         "client": event.client,
         "previous_hash": event.previous_hash,
     }
+    # Only when set, so events from before organisations keep the hash they were given.
+    organisation = getattr(event, "organisation", "")
+    if organisation:
+        content["organisation"] = organisation
     return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
@@ -144,8 +150,12 @@ def audit_record(
     object_id: Any,
     dataset_id: int | None = None,
     details: dict[str, Any] | None = None,
+    organisation: str | None = None,
 ) -> AuditEvent:
-    """Append one event to the chain, in the caller's transaction."""
+    """Append one event to the chain, in the caller's transaction. It belongs to
+    ``organisation`` (a slug) if given, else to its dataset's, else to its actor's."""
+    if organisation is None:
+        organisation = _organisation_of(actor=actor, dataset_id=dataset_id)
     return append_event(
         AuditEvent,
         AuditChainHead,
@@ -156,7 +166,15 @@ def audit_record(
         dataset_id=dataset_id,
         details=stable_json(details or {}),
         client=current_client(),
+        organisation=organisation,
     )
+
+
+def _organisation_of(*, actor: Any, dataset_id: int | None) -> str:
+    if dataset_id is not None:
+        # Datasets are the apps' (the trail never imports them): the setting names the function.
+        return import_string(settings.AUDIT_DATASET_ORGANISATION)(dataset_id)
+    return organisation_slug_of(actor)
 
 
 def _window_key(key: str) -> str:

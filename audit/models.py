@@ -37,6 +37,11 @@ class AuditEvent(models.Model):
         default="",
         help_text="the client's network, truncated (IPv4 /24, IPv6 /48), for web requests",
     )
+    # The slug of the organisation the event belongs to (its dataset's, else its actor's); empty
+    # for events from before organisations, which belong to the default organisation, and for
+    # the few that belong to none (a failed login for a name that is no account). Covered by
+    # the hash when set (audit/chain.py).
+    organisation = models.CharField(max_length=60, blank=True, default="", db_index=True)
     previous_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64, unique=True)
 

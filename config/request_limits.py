@@ -14,11 +14,19 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 
+from accounts.roles import Role, user_has_role
+
 
 def body_limit(request: HttpRequest) -> int:
     """The largest body, in bytes, the route of ``request`` reads."""
     match = request.resolver_match
     if match is not None and match.url_name in settings.UPLOAD_URL_NAMES:
+        if match.url_name in settings.SESSION_UPLOAD_URL_NAMES and not user_has_role(
+            request.user, Role.CURATOR
+        ):
+            # A page's form is parsed (by the CSRF check) before its view checks who posts:
+            # only a curator's session may send a table there. The API authenticates first.
+            return settings.REQUEST_MAX_BODY_BYTES
         return settings.DATASET_MAX_UPLOAD_BYTES + settings.REQUEST_MAX_BODY_BYTES
     return settings.REQUEST_MAX_BODY_BYTES
 

@@ -85,6 +85,8 @@ AUDIT_LEGACY_HEAD_PATH = Path(
 # failed logins for one name) are counted on one audit event: releases/services/downloads.py,
 # accounts/signals.py.
 AUDIT_REPEAT_WINDOW = env.int("AUDIT_REPEAT_WINDOW", default=600)
+# The function giving a dataset's organisation (its slug) to the events about it (audit/chain.py).
+AUDIT_DATASET_ORGANISATION = "releases.selectors.dataset_organisation_slug"
 # Files the app stores (uploads, tables, released files) are readable by the service's user
 # only, and so are their folders; the SQLite database file too (releases/apps.py).
 FILE_UPLOAD_PERMISSIONS = 0o600
@@ -106,6 +108,8 @@ INSTALLED_APPS = [
     "knox",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    # Every user, dataset and event belongs to one (organisations/models.py).
+    "organisations",
     "audit",
     "accounts",
     "releases",
@@ -318,6 +322,8 @@ CACHES = {
 # JSON naming "body".
 REQUEST_MAX_BODY_BYTES = env.int("REQUEST_MAX_BODY_BYTES", default=8 * 1024**2)
 UPLOAD_URL_NAMES = ["api-datasets", "dataset-upload"]
+# Of those, the pages whose form is read before their view checks the user: a curator only.
+SESSION_UPLOAD_URL_NAMES = ["dataset-upload"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
 # Bounds on what a client can choose, so every request and every public page stays small.
 DATASET_MAX_COLUMNS = env.int("DATASET_MAX_COLUMNS", default=200)
@@ -389,6 +395,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Three models have a "status": one enum each, named after its model.
+    "ENUM_NAME_OVERRIDES": {
+        "DatasetStatusEnum": "releases.models.Dataset.Status",
+        "ReleaseStatusEnum": "releases.models.Release.Status",
+        "BudgetIncreaseStatusEnum": "releases.models.BudgetIncrease.Status",
+    },
 }
 
 # API tokens (django-rest-knox): stored as SHA-512 digests, each expiring API_TOKEN_TTL_HOURS

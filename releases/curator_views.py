@@ -103,9 +103,11 @@ def dataset_list(request):
 
 @curator_required
 def dataset_upload(request):
-    form = DatasetUploadForm(request.POST or None, request.FILES or None)
+    posted = request.method == "POST"
+    # Bound on every POST, even an empty one (or one that is no form at all): its errors show.
+    form = DatasetUploadForm(request.POST if posted else None, request.FILES if posted else None)
     duplicate_detail = None
-    if request.method == "POST":
+    if posted:
         try:
             dataset = dataset_create(
                 owner=request.user,

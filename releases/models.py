@@ -89,6 +89,12 @@ class Dataset(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="datasets"
     )
+    # The owner's organisation when it was uploaded: its releases, ledger, budget requests and
+    # events belong to it, and only that organisation's curators (the owner) and compliance
+    # officers see them.
+    organisation = models.ForeignKey(
+        "organisations.Organisation", on_delete=models.PROTECT, related_name="datasets"
+    )
     name = models.CharField(max_length=200)
     # The uploaded CSV, kept only until it is converted to ``table``, then deleted.
     file = models.FileField(storage=private_storage, upload_to="datasets/", blank=True)

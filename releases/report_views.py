@@ -105,7 +105,7 @@ def audit_export(request):
         object_id=None,
         details={"filters": {k: str(v) for k, v in filters.items() if v is not None}},
     )
-    events = selectors.audit_event_list(**filters).order_by("id")
+    events = selectors.audit_event_list(user=request.user, **filters).order_by("id")
     response = StreamingHttpResponse(_rows(events), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="audit-events.csv"'
     return response

@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from accounts.roles import Role, user_has_role
 from audit.models import AuditEvent, EventRepeats
+from organisations.services import DEFAULT_ORGANISATION_SLUG, organisation_of
 from privacy_engine import PublishedRanges
 from privacy_engine.accounting import ledger_used
 from privacy_engine.footprint import Footprint
@@ -100,14 +101,43 @@ def dataset_budget(dataset: Dataset, extra: tuple | None = None) -> tuple[Budget
 
 
 def dataset_list_visible(*, user) -> QuerySet[Dataset]:
-    """Curators see their own datasets; compliance sees every dataset's metadata."""
+    """Curators see their own datasets; compliance sees every dataset's metadata in its own
+    organisation. Nobody sees another organisation's."""
+    organisation = organisation_of(user)
+    if organisation is None:
+        return Dataset.objects.none()
     if user_has_role(user, Role.COMPLIANCE):
-        return Dataset.objects.all()
-    return Dataset.objects.filter(owner=user)
+        return Dataset.objects.filter(organisation=organisation)
+    return Dataset.objects.filter(owner=user, organisation=organisation)
 
 
 def dataset_list_owned(*, user) -> QuerySet[Dataset]:
-    return Dataset.objects.filter(owner=user)
+    organisation = organisation_of(user)
+    if organisation is None:
+        return Dataset.objects.none()
+    return Dataset.objects.filter(owner=user, organisation=organisation)
+
+
+def dataset_ids_for_compliance(*, user) -> set[int]:
+    """Ids of the datasets whose budgets ``user``'s verification covers: those of its
+    organisation, and those its organisation's events name (a dataset deleted behind the
+    trail's back is still named)."""
+    named = (
+        audit_event_list(user=user)
+        .filter(dataset_id__isnull=False)
+        .order_by()
+        .values_list("dataset_id", flat=True)
+        .distinct()
+    )
+    return set(dataset_list_visible(user=user).values_list("pk", flat=True)) | set(named)
+
+
+def dataset_organisation_slug(dataset_id: int) -> str:
+    """The slug of the dataset's organisation ("" for no such dataset): its events'."""
+    slug = (
+        Dataset.objects.filter(pk=dataset_id).values_list("organisation__slug", flat=True).first()
+    )
+    return slug or ""
 
 
 def release_list_owned(*, user) -> QuerySet[Release]:
@@ -150,6 +180,7 @@ def release_get_published(*, slug: str, version: int) -> Release | None:
 
 def audit_event_list(
     *,
+    user,
     dataset: int | None = None,
     actor: str | None = None,
     action: str | None = None,
@@ -162,6 +193,15 @@ def audit_event_list(
     events = AuditEvent.objects.order_by("-id").annotate(
         repeats=Coalesce(Subquery(repeats), Value(0))
     )
+    # Only the user's organisation's events; the default organisation's also holds those from
+    # before organisations and those that belong to none.
+    organisation = organisation_of(user)
+    if organisation is None:
+        return events.none()
+    if organisation.slug == DEFAULT_ORGANISATION_SLUG:
+        events = events.filter(organisation__in=[organisation.slug, ""])
+    else:
+        events = events.filter(organisation=organisation.slug)
     if dataset is not None:
         events = events.filter(dataset_id=dataset)
     if actor:

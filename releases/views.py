@@ -404,7 +404,7 @@ def audit_page(request):
         for field, messages in field_errors.items()
         for message in messages
     ]
-    events = selectors.audit_event_list(**filters)
+    events = selectors.audit_event_list(user=request.user, **filters)
     page = Paginator(events, AUDIT_PAGE_SIZE).get_page(params.get("page"))
     datasets = [
         {"dataset": d, "epsilon": selectors.dataset_budget(d)[0]}
@@ -417,7 +417,9 @@ def audit_page(request):
         "audit/events.html",
         {
             "page": page,
-            "chain": trail_verification(),
+            "chain": trail_verification(
+                datasets=selectors.dataset_ids_for_compliance(user=request.user)
+            ),
             "datasets": datasets,
             "pending_increases": ledger_selectors.budget_increase_list(
                 user=request.user, status="pending"

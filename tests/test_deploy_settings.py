@@ -15,7 +15,15 @@ def production_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
-        if key not in ("DEBUG", "SECRET_KEY", "AUDIT_HMAC_KEY", "DATABASE_URL")
+        # DJANGO_ALLOW_ASYNC_UNSAFE: the browser tests' (tests/browser/conftest.py)
+        if key
+        not in (
+            "DEBUG",
+            "SECRET_KEY",
+            "AUDIT_HMAC_KEY",
+            "DATABASE_URL",
+            "DJANGO_ALLOW_ASYNC_UNSAFE",
+        )
     }
     env.update(
         DJANGO_SETTINGS_MODULE="config.settings",

@@ -574,7 +574,7 @@ class AuditEventListApi(APIView):
         filters, errors = audit_filters_parse(request.query_params)
         if errors:
             raise ValidationFailed(errors)
-        events = selectors.audit_event_list(**filters)
+        events = selectors.audit_event_list(user=request.user, **filters)
         return paginated(
             self,
             request,
@@ -613,7 +613,8 @@ class AuditVerifyApi(APIView):
         anchors, errors = audit_anchor_parse(request.query_params)
         if errors:
             raise ValidationFailed(errors)
-        return Response(trail_verification(anchors=anchors))
+        visible = selectors.dataset_ids_for_compliance(user=request.user)
+        return Response(trail_verification(anchors=anchors, datasets=visible))
 
 
 @extend_schema_view(

@@ -11,13 +11,15 @@ from audit.chain import AuditAction, audit_record
 from releases.models import Dataset, LedgerEntry, Release, ReleaseApproval
 from releases.services.clock import database_now
 from releases.services.errors import Conflict, ValidationFailed
+from releases.services.raw_data import refused_character
 from releases.services.runs import ledger_settle
 
 MAX_COMMENT_LENGTH = 2000
 
 
 def approval_comment_clean(comment: Any) -> str:
-    """The decision's comment, required: it is what the curator and the trail are told."""
+    """The decision's comment, required: it is what the curator and the trail are told. No
+    control or invisible formatting characters (as for a raw-data deletion's reason)."""
     if comment is not None and not isinstance(comment, str):
         raise ValidationFailed({"comment": ["The comment must be text."]})
     text = (comment or "").strip()
@@ -25,8 +27,15 @@ def approval_comment_clean(comment: Any) -> str:
         raise ValidationFailed({"comment": ["Say why: the curator and the audit trail see it."]})
     if len(text) > MAX_COMMENT_LENGTH:
         raise ValidationFailed({"comment": [f"Use at most {MAX_COMMENT_LENGTH} characters."]})
-    if "\x00" in text:
-        raise ValidationFailed({"comment": ["The comment must not contain NUL characters."]})
+    if any(refused_character(character) for character in text):
+        raise ValidationFailed(
+            {
+                "comment": [
+                    "The comment must not contain control or invisible formatting characters "
+                    "(such as NUL, a bell or a right-to-left override)."
+                ]
+            }
+        )
     return text
 
 
@@ -35,6 +44,10 @@ def dataset_approval_requirement_set(*, dataset: Dataset, user, required: bool) 
     awaiting approval keep waiting for a decision either way."""
     with transaction.atomic():
         locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
+        if locked.owner_id == user.pk:
+            raise PermissionDenied(
+                "Dual control on your own dataset is another compliance officer's to set."
+            )
         if locked.requires_approval == required:
             return locked
         locked.requires_approval = required
@@ -53,8 +66,8 @@ def dataset_approval_requirement_set(*, dataset: Dataset, user, required: bool) 
 def _awaiting_locked(release: Release, user) -> Release:
     """The release's row locked for a decision by ``user``; refused when ``user`` is its curator
     (403) or it does not await approval (409)."""
-    locked = Release.objects.select_for_update().get(pk=release.pk)
-    if locked.created_by_id == user.pk:
+    locked = Release.objects.select_for_update().select_related("dataset").get(pk=release.pk)
+    if user.pk in (locked.created_by_id, locked.dataset.owner_id):
         raise PermissionDenied("Nobody approves their own release: ask another officer.")
     if locked.status != Release.Status.AWAITING_APPROVAL:
         raise Conflict(

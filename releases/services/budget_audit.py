@@ -15,6 +15,7 @@ read is named too (it can only have been forged: the application writes them).
 import hashlib
 import json
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -259,12 +260,18 @@ def budget_mismatches() -> list[BudgetMismatch]:
     return found[:MAX_MISMATCHES]
 
 
-def trail_verification(*, anchors: list[dict[str, Any]] = ()) -> dict[str, Any]:
+def trail_verification(
+    *, anchors: list[dict[str, Any]] = (), datasets: Iterable[int] | None = None
+) -> dict[str, Any]:
     """The audit trail's chain checked, every dataset's budget recomputed from it, and each of
     ``anchors`` (heads kept outside the database) checked against it: ``valid`` only when all
-    hold."""
+    hold. With ``datasets`` (ids: an organisation's), only their budgets' mismatches are named;
+    the chain is one for the whole installation."""
     chain = audit_chain_verify()
     mismatches = [m.to_dict() for m in budget_mismatches()]
+    if datasets is not None:
+        shown = set(datasets)
+        mismatches = [m for m in mismatches if m["dataset"] in shown]
     anchored = [problem for anchor in anchors if (problem := anchor_problem(anchor))]
     return {
         "valid": chain.valid and not mismatches and not anchored,

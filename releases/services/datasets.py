@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from audit.chain import AuditAction, audit_record
+from organisations.services import organisation_of
 from privacy_engine import EngineValidationError, schema_from_dict
 from privacy_engine.accounting import DELTA_PLACES, LEDGER_PLACES
 from privacy_engine.schema import (
@@ -355,8 +356,12 @@ def _dataset_store(
         earlier = _earlier_upload(digest=digest, owner=owner)
         if earlier is not None and not confirmed:
             raise DuplicateUpload(_duplicate_detail(earlier=earlier, owner=owner), earlier=earlier)
+        organisation = organisation_of(owner)
+        if organisation is None:
+            raise Conflict("Your account belongs to no organisation: ask an administrator.")
         dataset = Dataset.objects.create(
             owner=owner,
+            organisation=organisation,
             name=name,
             sha256=digest,
             duplicate_of=earlier,
@@ -628,8 +633,9 @@ def dataset_require_ready(dataset: Dataset) -> None:
 
 def dataset_has_submissions(dataset: Dataset) -> bool:
     # A closed draft (releases/services/raw_data.py) was never submitted.
+    # Nor was a rejected one run: its budget came back, and the schema may still be fixed.
     return dataset.releases.exclude(
-        status__in=[Release.Status.DRAFT, Release.Status.CLOSED]
+        status__in=[Release.Status.DRAFT, Release.Status.CLOSED, Release.Status.REJECTED]
     ).exists()
 
 

@@ -44,7 +44,7 @@ TABLES_FOLDER = "tables"
 ATTEMPT_PREFIX = "dataset-{pk}-"
 
 
-def _refused_character(character: str) -> bool:
+def refused_character(character: str) -> bool:
     """Controls and invisible format characters (bidirectional overrides, zero-width ones) but a
     line break: the reason is shown on the dataset page and kept in the audit trail."""
     return character != "\n" and unicodedata.category(character) in ("Cc", "Cf", "Cs")
@@ -61,7 +61,7 @@ def raw_delete_reason_clean(reason: Any) -> str:
         raise ValidationFailed({"reason": ["Say why the raw data is deleted."]})
     if len(text) > REASON_MAX_LENGTH:
         raise ValidationFailed({"reason": [f"Use at most {REASON_MAX_LENGTH} characters."]})
-    if any(_refused_character(character) for character in text):
+    if any(refused_character(character) for character in text):
         raise ValidationFailed(
             {
                 "reason": [
@@ -129,6 +129,23 @@ def _busy_release(dataset: Dataset) -> Release | None:
     )
 
 
+def _deletion_refusal(dataset: Dataset) -> str | None:
+    """Why the dataset's raw data cannot be deleted now, or None."""
+    if dataset.status == Dataset.Status.PROCESSING:
+        return (
+            "The table is still being converted; delete its raw data once the conversion "
+            "has finished."
+        )
+    busy = _busy_release(dataset)
+    if busy is not None:
+        return (
+            f"Release #{busy.pk} of this dataset is {busy.get_status_display().lower()}: "
+            "its worker needs the rows. "
+            "Delete the raw data once it has been published, has failed or was rejected."
+        )
+    return None
+
+
 def dataset_raw_delete(*, dataset_id: int, actor: Any, reason: Any) -> Dataset:
     """Delete the dataset's raw data for good and close its drafts, under its row lock; returns
     the dataset as it now is.
@@ -148,18 +165,9 @@ def dataset_raw_delete(*, dataset_id: int, actor: Any, reason: Any) -> Dataset:
         dataset = Dataset.objects.select_for_update().get(pk=dataset_id)
         if dataset.raw_deleted_at is not None:
             return dataset
-        if dataset.status == Dataset.Status.PROCESSING:
-            raise Conflict(
-                "The table is still being converted; delete its raw data once the conversion "
-                "has finished."
-            )
-        busy = _busy_release(dataset)
-        if busy is not None:
-            raise Conflict(
-                f"Release #{busy.pk} of this dataset is {busy.get_status_display().lower()}: "
-                "its worker needs the rows. "
-                "Delete the raw data once it has been published or has failed."
-            )
+        refusal = _deletion_refusal(dataset)
+        if refusal is not None:
+            raise Conflict(refusal)
         now = database_now()
         drafts = list(
             Release.objects.select_for_update()
@@ -246,7 +254,11 @@ def raw_data_retention_apply(
     outcome = RetentionOutcome(retention_days=days)
     for dataset_id in dataset_list_raw_expired(retention_days=days):
         if dry_run:
-            outcome.deleted.append(dataset_id)
+            refusal = _deletion_refusal(Dataset.objects.get(pk=dataset_id))
+            if refusal is None:
+                outcome.deleted.append(dataset_id)
+            else:
+                outcome.skipped.append((dataset_id, refusal))
             continue
         try:
             dataset_raw_delete(dataset_id=dataset_id, actor=None, reason=retention_reason(days))

@@ -501,6 +501,8 @@ def _submit(*, release: Release, user) -> Release:
     from releases.tasks import release_run_task
 
     with transaction.atomic():
+        # The dataset first, then the release: the order a raw-data deletion takes them in.
+        dataset = Dataset.objects.select_for_update().get(pk=release.dataset_id)
         locked = Release.objects.select_for_update().get(pk=release.pk)
         if locked.status == Release.Status.CLOSED:
             raise SubmissionRefused("closed", locked.failure_reason or "This draft was closed.")
@@ -509,7 +511,6 @@ def _submit(*, release: Release, user) -> Release:
                 "already_submitted",
                 f"This release was already submitted (status: {locked.status}).",
             )
-        dataset = Dataset.objects.select_for_update().get(pk=locked.dataset_id)
         if dataset.raw_deleted_at is not None:
             raise SubmissionRefused(
                 "raw_data_deleted",

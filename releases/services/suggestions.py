@@ -8,6 +8,8 @@ from audit.chain import AuditAction, audit_record
 from privacy_engine.columnar import read_typed
 from releases.models import Dataset
 from releases.services.datasets import dataset_require_ready
+from releases.services.errors import Conflict
+from releases.services.raw_data import dataset_require_raw_data
 from releases.services.storage import local_copy
 from releases.services.tables import MAX_INFERRED_CATEGORIES
 
@@ -20,12 +22,16 @@ def dataset_schema_suggest(*, dataset: Dataset, user) -> dict[str, dict]:
     """
     dataset_require_ready(dataset)
     kinds = {column["name"]: column["inferred_kind"] for column in dataset.columns}
-    with local_copy(dataset.table.storage, dataset.table.name) as path:
-        typed = read_typed(
-            path,
-            numbers=[name for name, kind in kinds.items() if kind == "numeric"],
-            labels=[name for name, kind in kinds.items() if kind == "categorical"],
-        )
+    try:
+        with local_copy(dataset.table.storage, dataset.table.name) as path:
+            typed = read_typed(
+                path,
+                numbers=[name for name, kind in kinds.items() if kind == "numeric"],
+                labels=[name for name, kind in kinds.items() if kind == "categorical"],
+            )
+    except FileNotFoundError:
+        # Its raw data was deleted meanwhile.
+        raise Conflict("The table of this dataset is no longer stored.") from None
     suggestion: dict[str, dict] = {}
     for name, kind in kinds.items():
         if kind == "numeric":
@@ -44,6 +50,10 @@ def dataset_schema_suggest(*, dataset: Dataset, user) -> dict[str, dict]:
         else:
             suggestion[name] = {"kind": "identifier"}
     with transaction.atomic():
+        # Under the row's lock: a deletion of the raw data since the read wins, and the values
+        # seen in the rows are not kept.
+        locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
+        dataset_require_raw_data(locked, action="a suggestion from the data")
         Dataset.objects.filter(pk=dataset.pk).update(schema_suggestion=suggestion)
         dataset.schema_suggestion = suggestion
         audit_record(

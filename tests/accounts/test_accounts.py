@@ -11,7 +11,10 @@ from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
 
-OUTPUT = re.compile(r"^(?P<role>\w+) '(?P<username>[^']+)' ready; password: (?P<password>\S+)\n$")
+OUTPUT = re.compile(
+    r"^(?P<role>\w+) '(?P<username>[^']+)' of organisation '(?P<organisation>[^']+)' ready; "
+    r"password: (?P<password>\S+)\n$"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -54,7 +57,8 @@ def test_create_user_records_an_audit_event_without_the_password(db):
     event = AuditEvent.objects.get(action="user.created")
     user = get_user_model().objects.get(username="carol")
     assert (event.actor, event.object_type, event.object_id) == ("system", "user", str(user.pk))
-    assert event.details == {"username": "carol", "role": "compliance"}
+    assert event.details == {"username": "carol", "role": "compliance", "organisation": "default"}
+    assert event.organisation == "default"
     assert password not in str(event.details)
 
 
@@ -63,7 +67,7 @@ def test_create_user_with_given_password_uses_it(db):
     output = create_user("bob", "--role", "compliance", "--password", "given-pass-123")
 
     # then
-    assert output == "compliance 'bob' ready; password: given-pass-123\n"
+    assert output == "compliance 'bob' of organisation 'default' ready; password: given-pass-123\n"
     user = get_user_model().objects.get(username="bob")
     assert user.check_password("given-pass-123")
     assert list(user.groups.values_list("name", flat=True)) == ["compliance"]

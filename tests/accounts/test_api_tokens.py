@@ -13,6 +13,7 @@ from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
+from tests.conftest import make_user
 
 TOKEN_URL = "/api/v1/auth/token/"
 LOGOUT_URL = "/api/v1/auth/logout/"
@@ -228,3 +229,68 @@ def test_a_malformed_token_is_a_401(curator_password, header):
     # then
     assert response.status_code == 401
     assert response.json()["detail"]
+
+
+def test_a_login_racing_a_password_change_gets_no_token(curator_password, monkeypatch):
+    # given a login whose password check passes just before the password changes (the
+    # change's revocation then finds no token to revoke)
+    from accounts import services
+
+    checked = services.user_login
+
+    def login_then_password_changes(**kwargs):
+        user = checked(**kwargs)
+        changed = type(user).objects.get(pk=user.pk)
+        changed.set_password("a-new-pw-2468")
+        changed.save()
+        return user
+
+    monkeypatch.setattr(services, "user_login", login_then_password_changes)
+
+    # when
+    response = APIClient().post(
+        TOKEN_URL, {"username": "curator1", "password": PASSWORD}, format="json"
+    )
+
+    # then no token outlives the password it was obtained with
+    assert response.status_code == 400
+    assert not AuthToken.objects.exists()
+
+
+def test_a_hash_upgraded_at_login_is_no_password_change(curator_password):
+    from django.contrib.auth.hashers import make_password
+
+    token = obtain()
+
+    # when a login re-hashes the same password (as check_password does after an upgrade)
+    curator_password.password = make_password(PASSWORD, salt="another-salt")
+    curator_password._password = None
+    curator_password.save(update_fields=["password"])
+
+    # then
+    assert status_with(token) == 200
+    assert revocations(curator_password) == []
+
+
+def test_an_api_logout_with_a_session_ends_the_session(curator_password):
+    token = obtain()
+    client = APIClient()
+    client.force_login(curator_password)
+
+    # when
+    first = client.post(LOGOUT_URL)
+    again = client.post(LOGOUT_URL)
+
+    # then the session is over (a second call is refused, not recorded) and the tokens revoked
+    assert (first.status_code, again.status_code) == (204, 401)
+    assert status_with(token) == 401
+    assert AuditEvent.objects.filter(action="user.logout").count() == 1
+
+
+def test_tokens_cannot_be_made_in_the_admin(db, client):
+    admin = make_user("admin1", None)
+    admin.is_staff = admin.is_superuser = True
+    admin.save()
+    client.force_login(admin)
+
+    assert client.get("/admin/knox/authtoken/add/").status_code == 404

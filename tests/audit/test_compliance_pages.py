@@ -34,7 +34,7 @@ def test_the_privacy_report_shows_each_release_with_its_anchor(published, client
     assert metadata["audit_head"] in page
     assert "pure_dp, ε 0.3" in page
     assert 'id="ledger-chart-data"' in page
-    assert "Not required on this dataset" in page
+    assert "Not required when submitted" in page
 
 
 def test_only_compliance_sees_the_report_and_the_export(published, client, curator):

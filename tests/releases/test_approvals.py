@@ -311,3 +311,46 @@ def test_deciding_through_the_api(
         "published" if decision == "approve" else "rejected"
     )
     assert api.post(url, {"comment": "Again."}, format="json").status_code == 409
+
+
+def test_an_officer_does_not_set_dual_control_on_their_own_dataset(curator, officer):
+    # given someone both curator and officer, whose dataset another officer guards
+    both = make_user("both1", "curator")
+    both.groups.add(officer.groups.get())
+    dataset = dataset_create(owner=both, name="Own", upload=csv_upload(TABLE), budget_epsilon="1")
+    dataset_approval_requirement_set(dataset=dataset, user=officer, required=True)
+    api = APIClient()
+    api.force_authenticate(both)
+
+    # when they try to lift it, through the API and the report's form
+    lifted = api.put(f"/api/v1/datasets/{dataset.pk}/approval/", {"required": False}, format="json")
+    page = Client()
+    page.force_login(both)
+    posted = page.post(f"/audit/datasets/{dataset.pk}/approval/", {})
+
+    # then it stays
+    assert (lifted.status_code, posted.status_code) == (403, 403)
+    dataset.refresh_from_db()
+    assert dataset.requires_approval is True
+
+
+def test_a_comment_has_no_hidden_characters(guarded, curator, officer):
+    release = submitted(guarded, curator)
+    for comment in ("\u202eevil", "bell\u0007", "tab\there"):
+        with pytest.raises(ValidationFailed) as refused:
+            release_approve(release=release, user=officer, comment=comment)
+        assert set(refused.value.errors) == {"comment"}
+    release_approve(release=release, user=officer, comment="Two lines\nare fine.")
+
+
+def test_a_rejection_leaves_the_schema_open_to_fixes(guarded, curator, officer):
+    release = submitted(guarded, curator)
+    release_reject(release=release, user=officer, comment="Declare wider age bounds.")
+
+    fixed = dataset_schema_update(
+        dataset=guarded,
+        user=curator,
+        schema={**CLINIC_SCHEMA, "columns": {"age": {"kind": "numeric", "lower": 0, "upper": 120}}},
+    )
+
+    assert fixed.schema["columns"]["age"]["upper"] == 120

@@ -33,8 +33,8 @@ SKEW_SCRIPT = textwrap.dedent(
     )
     release = release_submit(release=draft, user=curator)
     converting = Dataset.objects.create(
-        owner=curator, name="Converting", file="datasets/big.csv", status="processing",
-        progress=0.0, budget_epsilon=1,
+        owner=curator, organisation=dataset.organisation, name="Converting",
+        file="datasets/big.csv", status="processing", progress=0.0, budget_epsilon=1,
     )
     out = {"skew_s": (database_now() - timezone.now()).total_seconds()}
 

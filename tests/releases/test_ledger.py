@@ -715,7 +715,7 @@ def test_a_release_reserved_before_the_journal_settles_all_the_same(dataset, his
     release = entry.release
 
     # when
-    runs._ledger_settle(entry, release=release, state=LedgerEntry.State.RETURNED)
+    runs.ledger_settle(entry, release=release, state=LedgerEntry.State.RETURNED)
 
     # then: the refund is journalled with the entry's amounts and the ledger's conversion
     refund = BudgetMovement.objects.get(release_id=history["queued"])

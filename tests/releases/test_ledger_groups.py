@@ -93,9 +93,9 @@ def test_a_refund_gives_back_only_what_the_worst_group_loses(
 
     # when F's release is refunded
     release = Release.objects.get(title="Ages", ledger_entry__epsilon=Decimal("0.6"))
-    from releases.services.runs import _ledger_settle
+    from releases.services.runs import ledger_settle
 
-    _ledger_settle(release.ledger_entry, release=release, state=LedgerEntry.State.RETURNED)
+    ledger_settle(release.ledger_entry, release=release, state=LedgerEntry.State.RETURNED)
 
     # then M's 0.4 is what remains in use
     assert dataset_budget(dataset)[0].reserved == Decimal("0.4")

@@ -382,7 +382,7 @@ def test_deletion_is_refused_while_a_release_is_queued_or_running(
     assert queued.status_code == running.status_code == 409
     assert queued.json() == {
         "detail": f"Release #{submitted.pk} of this dataset is queued: its worker needs the "
-        "rows. Delete the raw data once it has been published or has failed."
+        "rows. Delete the raw data once it has been published, has failed or was rejected."
     }
     assert f"Release #{submitted.pk} of this dataset is running" in running.json()["detail"]
     _unchanged(raw)

@@ -74,3 +74,19 @@ def test_an_upload_route_still_takes_a_table_above_the_general_cap(curator_clien
 
     # then
     assert response.status_code == 201, response.content
+
+
+def test_only_a_curator_may_send_a_table_to_the_upload_page(db, settings, tmp_path):
+    # given a small cap; Django's CSRF check reads a page's form before its view checks the user
+    settings.REQUEST_MAX_BODY_BYTES = 64 * 1024
+    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024
+    table = b"a,b\n" + b"1,2\n" * 50_000
+
+    # when an anonymous client posts a table to the upload page
+    client = Client(enforce_csrf_checks=True)
+    response = client.post("/datasets/new/", {"name": "x", "file": csv_upload(table)})
+
+    # then it is refused unread
+    assert response.status_code == 413
+    assert list(tmp_path.iterdir()) == []

@@ -1,8 +1,13 @@
+import re
+
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.roles import Role
 from accounts.services import user_create_or_reset
+from organisations.services import DEFAULT_ORGANISATION_SLUG
+
+SLUG = re.compile(r"[-a-zA-Z0-9_]{1,60}")
 
 
 class Command(BaseCommand):
@@ -12,12 +17,23 @@ class Command(BaseCommand):
         parser.add_argument("username")
         parser.add_argument("--role", choices=Role.values, required=True)
         parser.add_argument("--password", help="omit to generate one, printed once")
+        parser.add_argument(
+            "--organisation",
+            default=DEFAULT_ORGANISATION_SLUG,
+            help="the organisation's slug (created if it does not exist; default: %(default)s)",
+        )
 
-    def handle(self, *args, username, role, password, **options):
+    def handle(self, *args, username, role, password, organisation, **options):
+        if not SLUG.fullmatch(organisation):
+            raise CommandError("--organisation: letters, digits, - and _ only, at most 60.")
         try:
             _, password_used = user_create_or_reset(
-                username=username, role=Role(role), password=password
+                username=username, role=Role(role), password=password, organisation=organisation
             )
         except ValidationError as error:
             raise CommandError("Password refused: " + " ".join(error.messages)) from None
-        self.stdout.write(f"{role} {username!r} ready; password: {password_used}")
+        except ValueError as error:
+            raise CommandError(str(error)) from None
+        self.stdout.write(
+            f"{role} {username!r} of organisation {organisation!r} ready; password: {password_used}"
+        )
