@@ -11,7 +11,7 @@ from accounts.permissions import IsCompliance
 from releases import selectors
 from releases.apis import responses
 from releases.apis.pagination import paginated
-from releases.apis.parsers import JSONParser
+from releases.apis.parsers import JSONParser, json_object_body
 from releases.apis.schema import PAGE, documented
 from releases.models import Release, ReleaseApproval
 from releases.services.approvals import (
@@ -20,8 +20,6 @@ from releases.services.approvals import (
     release_reject,
 )
 from releases.services.errors import ValidationFailed
-
-JSON_OBJECT_MESSAGE = "must be a JSON object"
 
 
 def approval_data(approval: ReleaseApproval | None) -> dict | None:
@@ -54,12 +52,6 @@ def awaiting_release_data(release: Release) -> dict:
     }
 
 
-def _body(request) -> dict:
-    if not isinstance(request.data, dict):
-        raise ValidationFailed({"body": [JSON_OBJECT_MESSAGE]})
-    return request.data
-
-
 @extend_schema_view(
     get=documented(
         "Releases awaiting approval, oldest submission first (compliance)",
@@ -84,7 +76,7 @@ class _DecisionApi(APIView):
         release = selectors.release_get_for_approval(user=request.user, pk=release_id)
         if release is None:
             get_object_or_404(Release.objects.none())  # the usual 404
-        body = _body(request)
+        body = json_object_body(request)
         decided = type(self).decide(release=release, user=request.user, comment=body.get("comment"))
         decided.refresh_from_db()
         return Response(awaiting_release_data(decided))
@@ -128,7 +120,7 @@ class DatasetApprovalRequirementApi(APIView):
         dataset = get_object_or_404(
             selectors.dataset_list_visible(user=request.user), pk=dataset_id
         )
-        required = _body(request).get("required")
+        required = json_object_body(request).get("required")
         if not isinstance(required, bool):
             raise ValidationFailed({"required": ["must be true or false"]})
         dataset = dataset_approval_requirement_set(

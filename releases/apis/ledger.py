@@ -13,7 +13,7 @@ from accounts.permissions import IsCompliance, IsCurator, IsCuratorOrCompliance
 from releases import ledger_selectors, selectors
 from releases.apis import responses
 from releases.apis.pagination import paginated
-from releases.apis.parsers import JSONParser
+from releases.apis.parsers import JSONParser, json_object_body
 from releases.apis.schema import PAGE, documented, query
 from releases.models import BudgetIncrease
 from releases.selectors import Budget, decimal_text
@@ -23,8 +23,6 @@ from releases.services.ledger import (
     budget_increase_reject,
     budget_increase_request,
 )
-
-JSON_OBJECT_MESSAGE = "must be a JSON object"
 
 
 def _figures(budget: Budget) -> dict[str, str]:
@@ -80,12 +78,6 @@ def _visible_dataset(request, dataset_id: int):
     return get_object_or_404(selectors.dataset_list_visible(user=request.user), pk=dataset_id)
 
 
-def _body(request) -> dict:
-    if not isinstance(request.data, dict):
-        raise ValidationFailed({"body": [JSON_OBJECT_MESSAGE]})
-    return request.data
-
-
 @extend_schema_view(
     get=documented(
         "A dataset's budget ledger, oldest first, with running totals and a summary",
@@ -136,7 +128,7 @@ class DatasetBudgetIncreaseApi(APIView):
 
     def post(self, request, dataset_id: int):
         dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=dataset_id)
-        body = _body(request)
+        body = json_object_body(request)
         increase = budget_increase_request(
             dataset=dataset,
             user=request.user,
@@ -188,7 +180,7 @@ class _DecisionApi(APIView):
 class BudgetIncreaseApproveApi(_DecisionApi):
     def post(self, request, increase_id: int):
         increase = self._increase(request, increase_id)
-        body = _body(request) if request.data else {}
+        body = json_object_body(request) if request.data else {}
         decided = budget_increase_approve(
             increase=increase, user=request.user, comment=body.get("comment", "")
         )
@@ -205,7 +197,7 @@ class BudgetIncreaseApproveApi(_DecisionApi):
 class BudgetIncreaseRejectApi(_DecisionApi):
     def post(self, request, increase_id: int):
         increase = self._increase(request, increase_id)
-        body = _body(request)
+        body = json_object_body(request)
         decided = budget_increase_reject(
             increase=increase, user=request.user, comment=body.get("comment")
         )

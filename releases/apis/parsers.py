@@ -18,6 +18,8 @@ from django.conf import settings
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError
 
+from releases.services.errors import ValidationFailed
+
 DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024
 DEFAULT_MAX_JSON_DEPTH = 32
 
@@ -188,3 +190,13 @@ class MultiPartParser(parsers.MultiPartParser):
         result = super().parse(stream, media_type, parser_context)
         _check_form_fields(result.data)
         return result
+
+
+JSON_OBJECT_MESSAGE = "must be a JSON object"
+
+
+def json_object_body(request) -> dict:
+    """The request's parsed body, which must be a JSON object: else a 400 naming ``body``."""
+    if not isinstance(request.data, dict):
+        raise ValidationFailed({"body": [JSON_OBJECT_MESSAGE]})
+    return request.data

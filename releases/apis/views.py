@@ -33,7 +33,7 @@ from releases import selectors
 from releases.apis import responses
 from releases.apis.approvals import approval_data
 from releases.apis.pagination import paginated
-from releases.apis.parsers import FormParser, JSONParser, MultiPartParser
+from releases.apis.parsers import FormParser, JSONParser, MultiPartParser, json_object_body
 from releases.apis.schema import CATALOG_FILTERS, PAGE, documented, query
 from releases.apis.throttles import AnonymousApiThrottle, RangeQueryThrottle
 from releases.apis.versions import (
@@ -75,7 +75,6 @@ TRANSLATE_EPSILON_MESSAGE = "must be a number from 0 to 1e12"
 TRANSLATE_MAX_GROUP_SIZE = 1000
 TRANSLATE_GROUP_MESSAGE = f"must be a whole number from 1 to {TRANSLATE_MAX_GROUP_SIZE}"
 TRANSLATE_PROBABILITY_MESSAGE = "must be a number from 0.5 and below 1"
-JSON_OBJECT_MESSAGE = "must be a JSON object"
 # Every media type a version's file is served with (parameters such as a charset left out).
 FILE_MEDIA_TYPES = sorted(
     {content_type.partition(";")[0] for content_type in CONTENT_TYPES.values()}
@@ -737,9 +736,7 @@ class AccuracySolverApi(APIView):
 
     def post(self, request, dataset_id: int):
         dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=dataset_id)
-        body = request.data
-        if not isinstance(body, dict):
-            raise ValidationFailed({"body": [JSON_OBJECT_MESSAGE]})
+        body = json_object_body(request)
         target = _positive_number(body.get("ci95_halfwidth"))
         if target is None:
             raise ValidationFailed({"ci95_halfwidth": ["must be a number greater than 0"]})

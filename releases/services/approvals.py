@@ -10,33 +10,23 @@ from django.db import transaction
 from audit.chain import AuditAction, audit_record
 from releases.models import Dataset, LedgerEntry, Release, ReleaseApproval
 from releases.services.clock import database_now
-from releases.services.errors import Conflict, ValidationFailed
-from releases.services.raw_data import refused_character
+from releases.services.errors import Conflict
 from releases.services.runs import ledger_settle
+from releases.services.text import free_text_clean
 
 MAX_COMMENT_LENGTH = 2000
 
 
 def approval_comment_clean(comment: Any) -> str:
-    """The decision's comment, required: it is what the curator and the trail are told. No
-    control or invisible formatting characters (as for a raw-data deletion's reason)."""
-    if comment is not None and not isinstance(comment, str):
-        raise ValidationFailed({"comment": ["The comment must be text."]})
-    text = (comment or "").strip()
-    if not text:
-        raise ValidationFailed({"comment": ["Say why: the curator and the audit trail see it."]})
-    if len(text) > MAX_COMMENT_LENGTH:
-        raise ValidationFailed({"comment": [f"Use at most {MAX_COMMENT_LENGTH} characters."]})
-    if any(refused_character(character) for character in text):
-        raise ValidationFailed(
-            {
-                "comment": [
-                    "The comment must not contain control or invisible formatting characters "
-                    "(such as NUL, a bell or a right-to-left override)."
-                ]
-            }
-        )
-    return text
+    """The decision's comment, required: it is what the curator and the trail are told (see
+    :func:`free_text_clean`)."""
+    return free_text_clean(
+        comment,
+        field="comment",
+        noun="The comment",
+        max_length=MAX_COMMENT_LENGTH,
+        missing="Say why: the curator and the audit trail see it.",
+    )
 
 
 def dataset_approval_requirement_set(*, dataset: Dataset, user, required: bool) -> Dataset:

@@ -19,7 +19,6 @@ only the stored answers.
 """
 
 import logging
-import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,8 +29,9 @@ from django.db import transaction
 from audit.chain import AuditAction, audit_record
 from releases.models import Dataset, Release, private_storage
 from releases.services.clock import database_now
-from releases.services.errors import Conflict, ValidationFailed
+from releases.services.errors import Conflict
 from releases.services.heartbeat import Ticker
+from releases.services.text import free_text_clean
 
 logger = logging.getLogger(__name__)
 
@@ -44,33 +44,15 @@ TABLES_FOLDER = "tables"
 ATTEMPT_PREFIX = "dataset-{pk}-"
 
 
-def refused_character(character: str) -> bool:
-    """Controls and invisible format characters (bidirectional overrides, zero-width ones) but a
-    line break: the reason is shown on the dataset page and kept in the audit trail."""
-    return character != "\n" and unicodedata.category(character) in ("Cc", "Cf", "Cs")
-
-
 def raw_delete_reason_clean(reason: Any) -> str:
-    """The reason as stored (trimmed, line breaks as ``\\n``); :class:`ValidationFailed` naming
-    ``reason`` when it is missing, not text, longer than REASON_MAX_LENGTH or holds control or
-    invisible format characters."""
-    if reason is not None and not isinstance(reason, str):
-        raise ValidationFailed({"reason": ["The reason must be text."]})
-    text = (reason or "").replace("\r\n", "\n").replace("\r", "\n").strip()
-    if not text:
-        raise ValidationFailed({"reason": ["Say why the raw data is deleted."]})
-    if len(text) > REASON_MAX_LENGTH:
-        raise ValidationFailed({"reason": [f"Use at most {REASON_MAX_LENGTH} characters."]})
-    if any(refused_character(character) for character in text):
-        raise ValidationFailed(
-            {
-                "reason": [
-                    "The reason must not contain control or invisible formatting characters "
-                    "(such as NUL, tab or a right-to-left override)."
-                ]
-            }
-        )
-    return text
+    """A raw-data deletion's reason as stored (see :func:`free_text_clean`)."""
+    return free_text_clean(
+        reason,
+        field="reason",
+        noun="The reason",
+        max_length=REASON_MAX_LENGTH,
+        missing="Say why the raw data is deleted.",
+    )
 
 
 def _day(moment: datetime) -> str:

@@ -8,7 +8,6 @@ spends budget again when submitted.
 """
 
 import json
-import unicodedata
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -17,8 +16,9 @@ from audit.chain import AuditAction, audit_record
 from privacy_engine.versions import ValueChange, compare_published
 from releases.models import Release, Withdrawal
 from releases.selectors import KIND_TITLES, cell_interval, release_answer_statistics
-from releases.services.errors import Conflict, ValidationFailed
+from releases.services.errors import Conflict
 from releases.services.releases import release_draft_create, series_next_version
+from releases.services.text import free_text_clean
 
 REASON_MAX_LENGTH = 2000
 # Who publishes, in citations: no setting names an organisation, so the site's own name.
@@ -34,47 +34,16 @@ DEFINITION_FIELDS = ("kind", "epsilon", "delta", "policy")
 METHOD_FIELDS = ("mechanism", "epsilon", "delta", "sensitivity", "noise_scale")
 
 
-# Unicode categories a reason never holds: controls (Cc), invisible format characters (Cf:
-# bidirectional overrides such as U+202E, which reorder how the text around them is shown,
-# zero-width joiners and spaces, the byte order mark) and lone surrogates (Cs).
-REFUSED_CATEGORIES = ("Cc", "Cf", "Cs")
-
-
-def _refused_character(character: str) -> bool:
-    """Control and invisible format characters other than a line break, lone surrogates and
-    noncharacters: a reason is shown on public pages, in the feed and in the JSON documents, and
-    must read there as it was written."""
-    if character == "\n":
-        return False
-    code = ord(character)
-    return (
-        unicodedata.category(character) in REFUSED_CATEGORIES
-        or 0xFDD0 <= code <= 0xFDEF
-        or code & 0xFFFE == 0xFFFE
-    )
-
-
 def withdrawal_reason_clean(reason: Any) -> str:
-    """The reason as stored (trimmed, line breaks as ``\\n``); :class:`ValidationFailed` naming
-    ``reason`` when it is missing, not text, longer than REASON_MAX_LENGTH or holds control or
-    invisible format characters."""
-    if reason is not None and not isinstance(reason, str):
-        raise ValidationFailed({"reason": ["The reason must be text."]})
-    text = (reason or "").replace("\r\n", "\n").replace("\r", "\n").strip()
-    if not text:
-        raise ValidationFailed({"reason": ["Say why the version is withdrawn."]})
-    if len(text) > REASON_MAX_LENGTH:
-        raise ValidationFailed({"reason": [f"Use at most {REASON_MAX_LENGTH} characters."]})
-    if any(_refused_character(character) for character in text):
-        raise ValidationFailed(
-            {
-                "reason": [
-                    "The reason must not contain control or invisible formatting characters "
-                    "(such as NUL, tab, a zero-width joiner or a right-to-left override)."
-                ]
-            }
-        )
-    return text
+    """A withdrawal's reason as stored (see :func:`free_text_clean`): shown on public pages, in
+    the feed and in the JSON documents."""
+    return free_text_clean(
+        reason,
+        field="reason",
+        noun="The reason",
+        max_length=REASON_MAX_LENGTH,
+        missing="Say why the version is withdrawn.",
+    )
 
 
 def release_withdraw(*, release: Release, user, reason: Any) -> Withdrawal:
