@@ -31,6 +31,7 @@ class ReleasesConfig(AppConfig):
             _sqlite_file_private, dispatch_uid="releases.sqlite_file_private"
         )
         checks.register(signing_key_check, checks.Tags.security)
+        broker_file_private()
 
 
 def _sqlite_file_private(sender, connection, **kwargs) -> None:
@@ -46,3 +47,27 @@ def _sqlite_file_private(sender, connection, **kwargs) -> None:
         # Another user's file (shared through a group on purpose) is theirs to set.
         with contextlib.suppress(PermissionError):
             os.chmod(name, 0o600)
+
+
+SQLITE_BROKER_PREFIX = "sqla+sqlite:///"
+
+
+def broker_file_private() -> None:
+    """The embedded broker's SQLite file (task messages: release and dataset ids) is created
+    readable by the service's user only, before kombu creates it as the umask allows."""
+    import contextlib
+    import os
+
+    from django.conf import settings
+
+    url = str(getattr(settings, "CELERY_BROKER_URL", "") or "")
+    if not url.startswith(SQLITE_BROKER_PREFIX):
+        return
+    path = url.removeprefix(SQLITE_BROKER_PREFIX)
+    if not path or path.startswith(":memory:"):
+        return
+    with contextlib.suppress(FileExistsError, FileNotFoundError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    # Another user's file (shared through a group on purpose) is theirs to set.
+    with contextlib.suppress(PermissionError, FileNotFoundError):
+        os.chmod(path, 0o600)

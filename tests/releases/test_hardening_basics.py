@@ -72,3 +72,20 @@ def test_create_user_applies_the_password_validators(db, password):
     from django.contrib.auth import get_user_model
 
     assert not get_user_model().objects.filter(username="newbie").exists()
+
+
+def test_the_embedded_broker_file_is_the_owners_only(settings, tmp_path):
+    from releases.apps import broker_file_private
+
+    # given a broker file the umask would make readable by others, and one not yet created
+    made_open = tmp_path / "open-broker.sqlite"
+    made_open.touch(mode=0o644)
+    made_open.chmod(0o644)
+    for path in (made_open, tmp_path / "new-broker.sqlite"):
+        settings.CELERY_BROKER_URL = f"sqla+sqlite:///{path}"
+
+        # when the app starts
+        broker_file_private()
+
+        # then
+        assert mode(path) == 0o600, path

@@ -744,3 +744,22 @@ def test_a_worker_killed_mid_conversion_with_no_attempt_left_ends_failed_leaving
     assert detail["row_count"] is None
     private = Path(stack.env["VAR_DIR"]) / "private"
     assert [p for p in private.rglob("*") if p.is_file()] == []
+
+
+def test_a_request_django_refuses_outright_gets_a_page_that_says_so(curator):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(curator)
+    name = "n" * 2000 + ".csv"
+    body = (
+        b"--B\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nx\r\n"
+        b"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\""
+        + name.encode()
+        + b"\"\r\nContent-Type: text/csv\r\n\r\na,b\n1,2\n\r\n--B--\r\n"
+    )
+
+    response = client.post("/datasets/new/", body, content_type="multipart/form-data; boundary=B")
+
+    assert response.status_code == 400
+    assert "This request could not be read" in response.content.decode()
