@@ -753,10 +753,10 @@ def test_a_request_django_refuses_outright_gets_a_page_that_says_so(curator):
     client.force_login(curator)
     name = "n" * 2000 + ".csv"
     body = (
-        b"--B\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nx\r\n"
-        b"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\""
+        b'--B\r\nContent-Disposition: form-data; name="name"\r\n\r\nx\r\n'
+        b'--B\r\nContent-Disposition: form-data; name="file"; filename="'
         + name.encode()
-        + b"\"\r\nContent-Type: text/csv\r\n\r\na,b\n1,2\n\r\n--B--\r\n"
+        + b'"\r\nContent-Type: text/csv\r\n\r\na,b\n1,2\n\r\n--B--\r\n'
     )
 
     response = client.post("/datasets/new/", body, content_type="multipart/form-data; boundary=B")
