@@ -14,9 +14,10 @@ from accounts.roles import Role
 from accounts.tokens import api_token_issue, api_token_revoke, api_tokens_revoke
 from audit.chain import AuditAction, audit_record
 from organisations.services import (
-    DEFAULT_ORGANISATION_SLUG,
     membership_set,
+    organisation_default,
     organisation_get_or_create,
+    organisation_of,
 )
 
 
@@ -25,10 +26,11 @@ def user_create_or_reset(
     username: str,
     role: Role,
     password: str | None = None,
-    organisation: str = DEFAULT_ORGANISATION_SLUG,
+    organisation: str | None = None,
 ) -> tuple[AbstractBaseUser, str]:
     """Create the user (or reset its password) with exactly this role, in this organisation
-    (created when it does not exist); return it and the password. A user who owns datasets in
+    (created when it does not exist; without one, a new user joins the default organisation and
+    an existing one stays in theirs); return it and the password. A user who owns datasets in
     another organisation cannot move (ValueError).
 
     A generated password is returned once and stored only as a hash.
@@ -44,7 +46,9 @@ def user_create_or_reset(
         user.is_active = True
         user.save()
         user.groups.set([Group.objects.get_or_create(name=role.value)[0]])
-        member_of = organisation_get_or_create(organisation)
+        if organisation is not None:
+            membership_set(user=user, organisation=organisation_get_or_create(organisation))
+        member_of = organisation_of(user) or organisation_default()
         membership_set(user=user, organisation=member_of)
         audit_record(
             actor=None,

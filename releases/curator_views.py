@@ -127,6 +127,10 @@ def dataset_upload(request):
             form.is_valid()
             form.errors.clear()
             duplicate_detail = duplicate.detail
+        except Conflict as refusal:
+            form.is_valid()
+            form.errors.clear()
+            form.add_error(None, refusal.detail)
         else:
             if dataset.status == dataset.Status.PROCESSING:
                 messages.success(request, "Uploaded. The table is being converted; wait here.")

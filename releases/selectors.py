@@ -141,7 +141,11 @@ def dataset_organisation_slug(dataset_id: int) -> str:
 
 
 def release_list_owned(*, user) -> QuerySet[Release]:
-    return Release.objects.filter(created_by=user).select_related("series", "dataset")
+    """The user's releases on datasets they own in their organisation (an account moved to
+    another organisation leaves its releases behind)."""
+    return Release.objects.filter(
+        created_by=user, dataset__in=dataset_list_owned(user=user)
+    ).select_related("series", "dataset")
 
 
 def release_list_published(

@@ -227,18 +227,25 @@ def _compare_entries(dataset: Dataset, recorded: _TrailDataset, differ) -> None:
         differ(dataset.pk, f"{what}: footprint's charge δ", charges[1], event.delta)
 
 
-def budget_mismatches() -> list[BudgetMismatch]:
+def budget_mismatches(datasets: Iterable[int] | None = None) -> list[BudgetMismatch]:
     """Every dataset's budget figures that differ between the tables and the trail (at most
-    MAX_MISMATCHES of them)."""
+    MAX_MISMATCHES of them); with ``datasets`` (ids), only those datasets' (an organisation's:
+    another's many mismatches cannot crowd out its own)."""
+    shown = None if datasets is None else set(datasets)
     found: list[BudgetMismatch] = []
     trail = _trail(found)
+    if shown is not None:
+        found = [mismatch for mismatch in found if mismatch.dataset in shown]
+        trail = {pk: recorded for pk, recorded in trail.items() if pk in shown}
 
     def differ(dataset: int, what: str, table: Any, recorded: Any) -> None:
         if table != recorded:
             found.append(BudgetMismatch(dataset, what, _text(table), _text(recorded)))
 
-    datasets = Dataset.objects.order_by("id")
-    for dataset in datasets:
+    tables = Dataset.objects.order_by("id")
+    if shown is not None:
+        tables = tables.filter(pk__in=shown)
+    for dataset in tables:
         recorded = trail.get(dataset.pk)
         if recorded is None or not recorded.opened:
             found.append(BudgetMismatch(dataset.pk, "dataset", "present", "never uploaded"))
@@ -253,7 +260,7 @@ def budget_mismatches() -> list[BudgetMismatch]:
         _compare_journal(dataset, recorded, differ)
         if len(found) >= MAX_MISMATCHES:
             break
-    present = set(datasets.values_list("pk", flat=True))
+    present = set(tables.values_list("pk", flat=True))
     for dataset_id in sorted(set(trail) - present):
         if trail[dataset_id].opened:
             found.append(BudgetMismatch(dataset_id, "dataset", "missing", "uploaded"))
@@ -268,10 +275,7 @@ def trail_verification(
     hold. With ``datasets`` (ids: an organisation's), only their budgets' mismatches are named;
     the chain is one for the whole installation."""
     chain = audit_chain_verify()
-    mismatches = [m.to_dict() for m in budget_mismatches()]
-    if datasets is not None:
-        shown = set(datasets)
-        mismatches = [m for m in mismatches if m["dataset"] in shown]
+    mismatches = [m.to_dict() for m in budget_mismatches(datasets)]
     anchored = [problem for anchor in anchors if (problem := anchor_problem(anchor))]
     return {
         "valid": chain.valid and not mismatches and not anchored,

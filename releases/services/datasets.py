@@ -203,9 +203,11 @@ def _lock_digest(digest: str) -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int(digest[:15], 16)])
 
 
-def _earlier_upload(*, digest: str, owner) -> Dataset | None:
-    """A stored dataset with the same bytes: the curator's own first, else anyone's."""
-    same = Dataset.objects.filter(sha256=digest).order_by("pk")
+def _earlier_upload(*, digest: str, owner, organisation) -> Dataset | None:
+    """A stored dataset of the organisation with the same bytes: the curator's own first, else
+    a colleague's. Another organisation's are not looked at: that would tell this one what
+    another holds."""
+    same = Dataset.objects.filter(sha256=digest, organisation=organisation).order_by("pk")
     return same.filter(owner=owner).first() or same.first()
 
 
@@ -353,12 +355,12 @@ def _dataset_store(
     """The dataset row and its audit events, in one transaction; refuses a duplicate upload."""
     with transaction.atomic():
         _lock_digest(digest)
-        earlier = _earlier_upload(digest=digest, owner=owner)
-        if earlier is not None and not confirmed:
-            raise DuplicateUpload(_duplicate_detail(earlier=earlier, owner=owner), earlier=earlier)
         organisation = organisation_of(owner)
         if organisation is None:
             raise Conflict("Your account belongs to no organisation: ask an administrator.")
+        earlier = _earlier_upload(digest=digest, owner=owner, organisation=organisation)
+        if earlier is not None and not confirmed:
+            raise DuplicateUpload(_duplicate_detail(earlier=earlier, owner=owner), earlier=earlier)
         dataset = Dataset.objects.create(
             owner=owner,
             organisation=organisation,

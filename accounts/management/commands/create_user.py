@@ -5,9 +5,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from accounts.roles import Role
 from accounts.services import user_create_or_reset
-from organisations.services import DEFAULT_ORGANISATION_SLUG
+from organisations.services import DEFAULT_ORGANISATION_SLUG, organisation_of
 
-SLUG = re.compile(r"[-a-zA-Z0-9_]{1,60}")
+SLUG = re.compile(r"[-a-z0-9_]{1,60}")
 
 
 class Command(BaseCommand):
@@ -19,15 +19,17 @@ class Command(BaseCommand):
         parser.add_argument("--password", help="omit to generate one, printed once")
         parser.add_argument(
             "--organisation",
-            default=DEFAULT_ORGANISATION_SLUG,
-            help="the organisation's slug (created if it does not exist; default: %(default)s)",
+            help="the organisation's slug, created if it does not exist (a new user without it "
+            f"joins {DEFAULT_ORGANISATION_SLUG!r}; an existing one stays where it is)",
         )
 
     def handle(self, *args, username, role, password, organisation, **options):
-        if not SLUG.fullmatch(organisation):
-            raise CommandError("--organisation: letters, digits, - and _ only, at most 60.")
+        if organisation is not None and not SLUG.fullmatch(organisation):
+            raise CommandError(
+                "--organisation: lower-case letters, digits, - and _ only, at most 60."
+            )
         try:
-            _, password_used = user_create_or_reset(
+            user, password_used = user_create_or_reset(
                 username=username, role=Role(role), password=password, organisation=organisation
             )
         except ValidationError as error:
@@ -35,5 +37,6 @@ class Command(BaseCommand):
         except ValueError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(
-            f"{role} {username!r} of organisation {organisation!r} ready; password: {password_used}"
+            f"{role} {username!r} of organisation {organisation_of(user).slug!r} ready; "
+            f"password: {password_used}"
         )
