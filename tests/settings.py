@@ -8,3 +8,7 @@ import os
 os.environ["DEBUG"] = "1"
 
 from config.settings import *  # noqa: F403
+
+# Django's advice for tests: a fast password hasher (PBKDF2's million rounds cost 0.6 s a user).
+# Processes the tests start (workers, servers) keep production's hashers.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
