@@ -103,6 +103,11 @@ urlpatterns = [
         curator_views.wizard_blowfish_explanation,
         name="wizard-blowfish-explanation",
     ),
+    path(
+        "datasets/<int:dataset_pk>/risk-card/",
+        curator_views.wizard_risk_card,
+        name="wizard-risk-card",
+    ),
     path("releases/<int:pk>/privacy/", curator_views.wizard_privacy, name="wizard-privacy"),
     path(
         "releases/<int:pk>/statistics/", curator_views.wizard_statistics, name="wizard-statistics"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import ROUND_UP, Decimal
 from typing import Any
 
 from privacy_engine.definitions import default_delta
@@ -55,6 +56,62 @@ def suggest_starting_point(*, harm: str, releases: str, declared_size: int | Non
         f"For (ε, δ)-DP, δ = {delta:g}: min(10⁻⁶, 1/n²) on the declared size.",
     )
     return StartingPoint(epsilon=epsilon, delta=delta, reasons=reasons)
+
+
+@dataclass(frozen=True)
+class BudgetSuggestion:
+    """A table's total budget from the two starting-point questions, and the share of it one
+    release takes by default. ``total_delta`` leaves room for each planned release's default
+    δ, written with at most three significant digits (rounded up, so the planned releases
+    fit; the excess is below 1% of δ, itself far below 1/n)."""
+
+    total_epsilon: float
+    total_delta: Decimal
+    release_epsilon: float
+    reasons: tuple[str, ...]
+
+
+# How many releases each answer plans for: one release takes 1/RELEASES_PLANNED of the total.
+RELEASES_PLANNED = {answer: round(1 / factor) for answer, factor in RELEASES_FACTOR.items()}
+
+
+def budget_from_questions(
+    *, harm: str, releases: str, declared_size: int | None
+) -> BudgetSuggestion:
+    """The total ε (and δ) budget for a table from how harmful a disclosure would be and how
+    often it will be released, with the reasons in plain words. ε is the whole table's, for all
+    its releases together; δ is what the planned (ε, δ)-DP releases may use at the default
+    min(10⁻⁶, 1/n²) each on the declared size."""
+    point = suggest_starting_point(harm=harm, releases=releases, declared_size=declared_size)
+    planned = RELEASES_PLANNED[releases]
+    total_delta = _round_up(Decimal(repr(point.delta)) * planned, digits=3)
+    total = HARM_EPSILON[harm]
+    reasons = (
+        f"{harm.capitalize()} harm: a total of ε = {total:g} for all releases of this table "
+        f"together, so a truthful answer about one person is at most "
+        f"{epsilon_to_truth_probability(total):.1%} likely (50% is a coin flip).",
+        {
+            "once": "Released once: that one release may use the whole budget.",
+            "few": f"Released a few times: each release takes half by default "
+            f"(ε = {point.epsilon:g}), leaving room for the next.",
+            "regularly": f"Released regularly: each release takes a quarter by default "
+            f"(ε = {point.epsilon:g}), so later ones remain possible.",
+        }[releases],
+        f"δ, used only by (ε, δ)-DP releases: {format(total_delta, 'f')} in total, "
+        f"min(10⁻⁶, 1/n²) for each of {planned} release{'s' if planned > 1 else ''} on the "
+        "declared size.",
+    )
+    return BudgetSuggestion(
+        total_epsilon=total,
+        total_delta=total_delta,
+        release_epsilon=point.epsilon,
+        reasons=reasons,
+    )
+
+
+def _round_up(value: Decimal, *, digits: int) -> Decimal:
+    exponent = value.adjusted() - digits + 1
+    return value.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_UP).normalize()
 
 
 def simulated_preview(

@@ -5,31 +5,15 @@ them (the signed metadata's hash, the audit head, the signing key's fingerprint)
 from django.http import Http404
 from django.shortcuts import render
 
-from privacy_engine import epsilon_to_truth_probability, posterior_bound
-from privacy_engine.translation import blowfish_explanation
 from releases import selectors
 from releases.apis.versions import release_withdrawal
 from releases.models import ReleaseFile
+from releases.risk_selectors import risk_card_for_version
 from releases.services.signed_metadata import release_metadata_read
 
 # Cells listed per statistic on the card; a longer one (a large histogram) refers to the files,
 # so the card stays a few pages long.
 CARD_MAX_CELLS = 40
-# The prior of the card's "odds" sentence: an attacker 10% sure of a fact about one person.
-CARD_PRIOR = 0.1
-
-
-def _plain_words(definition: dict) -> dict:
-    """The guarantee's numbers in plain words, from the engine's translations."""
-    epsilon = float(definition["epsilon"])
-    words = {
-        "truth_percent": 100 * epsilon_to_truth_probability(epsilon),
-        "posterior_percent": 100 * posterior_bound(prior=CARD_PRIOR, epsilon=epsilon),
-        "prior_percent": 100 * CARD_PRIOR,
-    }
-    if definition.get("kind") == "blowfish":
-        words["blowfish"] = blowfish_explanation(definition["policy"], epsilon)
-    return words
 
 
 def release_card(request, slug: str, version: int):
@@ -63,7 +47,7 @@ def release_card(request, slug: str, version: int):
             "withdrawal": release_withdrawal(release),
             "statistics": statistics,
             "files": files,
-            "words": _plain_words(release.definition),
+            "risk": risk_card_for_version(release=release),
             "metadata": metadata,
             "metadata_sha256": signed["sha256"] if signed else None,
         },

@@ -42,6 +42,7 @@ from releases.forms import (
     group_value,
 )
 from releases.models import Release
+from releases.risk_selectors import risk_card_for_draft
 from releases.services.datasets import (
     DuplicateUpload,
     dataset_create,
@@ -117,6 +118,8 @@ def dataset_upload(request):
                 budget_delta=request.POST.get("budget_delta"),
                 declared_size=request.POST.get("declared_size"),
                 confirm_new_budget=request.POST.get("confirm_new_budget", ""),
+                harm=request.POST.get("harm"),
+                planned_releases=request.POST.get("planned_releases"),
             )
         except ValidationFailed as error:
             form.is_valid()
@@ -143,6 +146,7 @@ def dataset_upload(request):
         {
             "form": form,
             "duplicate_detail": duplicate_detail,
+            "budget_questions": [form["harm"], form["planned_releases"]],
             "offer_confirm": duplicate_detail is not None
             or request.POST.get("confirm_new_budget") is not None,
         },
@@ -276,6 +280,7 @@ def dataset_page_render(
                 == "identifier"
             ],
             "group_example": {"size": max(rows_per_person, 3), "epsilon": group_epsilon},
+            "budget_reasons": selectors.dataset_budget_reasons(dataset=dataset),
             "budget": epsilon,
             "releases": releases,
             "from_data_columns": selectors.dataset_columns_from_data(dataset=dataset),
@@ -417,6 +422,10 @@ def _privacy_step(request, dataset, release: Release | None):
     initial = {}
     if release is not None:
         initial = {"title": release.title, **PrivacyStepForm.initial_from(release.definition)}
+    if release is None:
+        default_epsilon = selectors.dataset_release_epsilon_default(dataset=dataset)
+        if default_epsilon is not None:
+            initial["epsilon"] = float(default_epsilon)
     suggestion = _starting_point(request, dataset)
     if suggestion is not None and request.GET.get("use") == "1":
         initial["epsilon"] = suggestion.epsilon
@@ -484,9 +493,43 @@ def _privacy_step(request, dataset, release: Release | None):
             "ledger": dataset.get_ledger_kind_display() if dataset.ledger_kind else None,
             "ledger_policy": dataset.ledger_policy,
             "blowfish": blowfish,
+            "risk": _privacy_step_risk(dataset, form, release),
         }
     )
     return render(request, "curator/wizard_privacy.html", context)
+
+
+def _privacy_step_risk(dataset, form, release: Release | None):
+    """The risk card of what the privacy step shows: the curator's input when it is a whole
+    definition, else the saved draft's, else the suggested or default ε under ε-DP."""
+    if form.is_bound:
+        if not form.is_valid():
+            return None
+        try:
+            definition = form.definition(_epsilon_from(form))
+        except (KeyError, TypeError, ValueError):
+            return None
+    elif release is not None:
+        definition = release.definition
+    else:
+        definition = {"kind": "pure_dp", "epsilon": form["epsilon"].value()}
+    return risk_card_for_draft(dataset=dataset, definition=definition)
+
+
+@curator_required
+@require_POST
+def wizard_risk_card(request, dataset_pk: int):
+    """The privacy step's risk card for the definition being edited (public facts only: the
+    definition, the declared schema and the ledger's totals), for the page to swap in."""
+    dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=dataset_pk)
+    data = request.POST.copy()
+    data.setdefault("title", "untitled")  # the card does not depend on the title
+    form = PrivacyStepForm(data, columns=_usable_columns_of(dataset))
+    return render(
+        request,
+        "partials/risk_card.html",
+        {"risk": _privacy_step_risk(dataset, form, None)},
+    )
 
 
 def epsilon_spent_and_reserved(dataset) -> Decimal:
@@ -802,9 +845,13 @@ def wizard_confirm(request, pk: int):
                 return redirect("release-status", pk=release.pk)
     context = _wizard_context(release, release.dataset, "confirm")
     charge = release_charge_preview(release=release)
+    table = (charge["table_epsilon"], charge["table_delta"]) if charge["fits"] else None
     context.update(
         {
             "charge": charge,
+            "risk": risk_card_for_draft(
+                dataset=release.dataset, definition=release.definition, table=table
+            ),
             # Set for a draft in a series that already has versions: it will be the next one.
             "next_version": version_next_number(release=release),
             "data_columns": data_columns,

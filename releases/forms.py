@@ -28,25 +28,52 @@ STATISTIC_LABELS = {
 }
 
 
+HARM_CHOICES = [
+    ("low", "Low: embarrassing at worst (e.g. favourite sport)"),
+    ("moderate", "Moderate: could cost someone money or standing (e.g. wages, opinions)"),
+    ("severe", "Severe: could endanger someone (e.g. health, immigration status)"),
+]
+PLANNED_RELEASES_CHOICES = [
+    ("once", "Once"),
+    ("few", "A few times"),
+    ("regularly", "Regularly (e.g. every month)"),
+]
+
+
 class DatasetUploadForm(forms.Form):
     name = forms.CharField(max_length=200, help_text="Shown to you and to compliance staff.")
     file = forms.FileField(help_text="A CSV file in UTF-8 with a header row.")
+    harm = forms.ChoiceField(
+        choices=HARM_CHOICES,
+        initial="moderate",
+        widget=forms.RadioSelect,
+        label="How harmful would it be if one person's data in this table were disclosed?",
+        required=False,
+    )
+    planned_releases = forms.ChoiceField(
+        choices=PLANNED_RELEASES_CHOICES,
+        initial="few",
+        widget=forms.RadioSelect,
+        label="How often will statistics of this table be published?",
+        required=False,
+    )
     budget_epsilon = forms.DecimalField(
         label="Total privacy budget (ε)",
         min_value=0,
-        initial=1,
         max_digits=24,
         decimal_places=12,
-        help_text="All releases of this table together may spend at most this much ε.",
+        required=False,
+        help_text="All releases of this table together may spend at most this much ε. Leave "
+        "empty to take it from the two questions above.",
     )
     budget_delta = forms.DecimalField(
         label="Total δ budget (for (ε, δ)-DP releases)",
         min_value=0,
-        initial=0,
         max_digits=40,
         decimal_places=30,
         required=False,
-        help_text="Leave 0 to allow only releases that never fail (ε-DP and Blowfish).",
+        help_text="Leave empty to take it from the questions; 0 allows only releases that "
+        "never fail (ε-DP and Blowfish).",
     )
     declared_size = forms.IntegerField(
         label="Approximate number of records",

@@ -130,6 +130,11 @@ class Dataset(models.Model):
     declared_size = models.PositiveBigIntegerField(null=True, blank=True)
     budget_epsilon = models.DecimalField(**BUDGET_FIELD)
     budget_delta = models.DecimalField(**DELTA_FIELD, default=Decimal(0))
+    # The starting-point answers the budget came from (privacy_engine/guidance.py
+    # budget_from_questions), blank when the curator set it themselves: each release's
+    # default ε follows from how often the table will be released.
+    harm = models.CharField(max_length=20, blank=True)
+    planned_releases = models.CharField(max_length=20, blank=True)
     # Fixed by the first submitted release; until then any definition may be chosen.
     ledger_kind = models.CharField(max_length=40, choices=LedgerKind.choices, blank=True)
     # The Blowfish policy of a Blowfish ledger, as JSON.

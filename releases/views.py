@@ -23,6 +23,7 @@ from releases.parsing import (
     catalog_filters_parse,
     range_params_parse,
 )
+from releases.risk_selectors import risk_card_for_version
 from releases.services.budget_audit import trail_verification
 from releases.services.versions import version_citation
 
@@ -44,7 +45,19 @@ AUDIT_PAGE_SIZE = 50
 
 def home(request):
     latest = selectors.release_list_published()[:5]
-    return render(request, "home.html", {"releases": latest})
+    user = request.user
+    return render(
+        request,
+        "home.html",
+        {
+            "releases": latest,
+            # The one obvious next step for whoever is signed in.
+            "is_curator": user.is_authenticated and user_has_role(user, Role.CURATOR),
+            "is_compliance": user.is_authenticated and user_has_role(user, Role.COMPLIANCE),
+            "has_datasets": user.is_authenticated
+            and selectors.dataset_list_owned(user=user).exists(),
+        },
+    )
 
 
 def catalog_list(request):
@@ -342,6 +355,7 @@ def catalog_version(request, slug: str, version: int):
             "withdrawal": release_withdrawal(release),
             "permanent_url": url,
             "citation": version_citation(release=release, url=url),
+            "risk": risk_card_for_version(release=release),
             # Errors of a range request that no range tool on the page asked.
             "range_errors": errors if position not in ranges else [],
         },

@@ -248,7 +248,8 @@ class TokenLogoutApi(APIView):
         operation_id="datasets_list",
     ),
     post=documented(
-        "Upload a CSV table (multipart: name, file, budget_epsilon)",
+        "Upload a CSV table (multipart: name, file, and budget_epsilon and budget_delta, or harm "
+        "and planned_releases to set them from the starting-point questions)",
         ok=201,
         request=OpenApiTypes.OBJECT,
         response=responses.DatasetSerializer,
@@ -273,6 +274,8 @@ class DatasetListApi(APIView):
             budget_delta=request.data.get("budget_delta"),
             declared_size=request.data.get("declared_size"),
             confirm_new_budget=request.data.get("confirm_new_budget", False),
+            harm=request.data.get("harm"),
+            planned_releases=request.data.get("planned_releases"),
         )
         return Response(dataset_data(dataset), status=status.HTTP_201_CREATED)
 

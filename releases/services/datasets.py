@@ -23,6 +23,7 @@ from audit.chain import AuditAction, audit_record
 from organisations.services import organisation_of
 from privacy_engine import EngineValidationError, schema_from_dict
 from privacy_engine.accounting import DELTA_PLACES, LEDGER_PLACES
+from privacy_engine.guidance import HARM_EPSILON, RELEASES_FACTOR, budget_from_questions
 from privacy_engine.schema import (
     MAX_ROWS,
     CategoricalColumn,
@@ -67,6 +68,27 @@ def _budget(value: Any, *, field: str, default: str, allow_zero: bool, places: D
         places=places,
         allow_zero=allow_zero,
     )
+
+
+def _budget_answers(harm: Any, planned_releases: Any) -> tuple[dict[str, str], dict]:
+    """The starting-point answers, both or neither, as budget_from_questions takes them; and
+    the errors naming each bad one."""
+    given = {"harm": harm, "planned_releases": planned_releases}
+    choices = {"harm": HARM_EPSILON, "planned_releases": RELEASES_FACTOR}
+    errors = {
+        field: [f"must be one of {', '.join(choices[field])}"]
+        for field, value in given.items()
+        if value not in (None, "") and (not isinstance(value, str) or value not in choices[field])
+    }
+    answered = [field for field, value in given.items() if value not in (None, "")]
+    if not errors and len(answered) == 1:
+        missing = "planned_releases" if answered == ["harm"] else "harm"
+        errors[missing] = [
+            "answer both starting-point questions (harm and planned_releases), or neither"
+        ]
+    if errors or not answered:
+        return {}, errors
+    return {"harm": harm, "releases": planned_releases}, {}
 
 
 def _name_errors(name: str) -> list[str]:
@@ -242,6 +264,8 @@ def dataset_create(
     budget_delta: Any = None,
     declared_size: Any = None,
     confirm_new_budget: Any = False,
+    harm: Any = None,
+    planned_releases: Any = None,
 ) -> Dataset:
     """Validate an upload completely, then store the file and the row in one transaction.
 
@@ -258,9 +282,21 @@ def dataset_create(
     if upload is None:
         errors["file"] = ["Choose a CSV file to upload."]
     size: int | None = None
+    try:
+        size = _declared_size(declared_size)
+    except ValidationFailed as error:
+        errors.update(error.errors)
+    answers, answer_errors = _budget_answers(harm, planned_releases)
+    errors.update(answer_errors)
+    default_epsilon, default_delta = settings.DEFAULT_BUDGET_EPSILON, settings.DEFAULT_BUDGET_DELTA
+    if answers and "declared_size" not in errors:
+        # The starting-point questions set the budget unless the curator set it themselves.
+        suggestion = budget_from_questions(**answers, declared_size=size)
+        default_epsilon = repr(suggestion.total_epsilon)
+        default_delta = format(suggestion.total_delta, "f")
     fields = (
-        ("budget_epsilon", budget_epsilon, settings.DEFAULT_BUDGET_EPSILON, False, LEDGER_PLACES),
-        ("budget_delta", budget_delta, settings.DEFAULT_BUDGET_DELTA, True, DELTA_PLACES),
+        ("budget_epsilon", budget_epsilon, default_epsilon, False, LEDGER_PLACES),
+        ("budget_delta", budget_delta, default_delta, True, DELTA_PLACES),
     )
     amounts: dict[str, Decimal] = {}
     for field, value, default, allow_zero, places in fields:
@@ -272,10 +308,6 @@ def dataset_create(
             errors.update(error.errors)
     if amounts.get("budget_delta", 0) >= 1:
         errors["budget_delta"] = ["must be below 1"]
-    try:
-        size = _declared_size(declared_size)
-    except ValidationFailed as error:
-        errors.update(error.errors)
     try:
         confirmed = _flag(confirm_new_budget, field="confirm_new_budget")
     except ValidationFailed as error:
@@ -310,6 +342,7 @@ def dataset_create(
             confirmed=confirmed,
             declared_size=size,
             amounts=amounts,
+            answers=answers,
             staged_name=staged_name,
             table_name=table_name,
             converted=converted,
@@ -348,6 +381,7 @@ def _dataset_store(
     confirmed: bool,
     declared_size: int | None,
     amounts: dict[str, Decimal],
+    answers: dict[str, str],
     staged_name: str,
     table_name: str,
     converted: ConvertedTable | None,
@@ -370,6 +404,8 @@ def _dataset_store(
             declared_size=declared_size,
             budget_epsilon=amounts["budget_epsilon"],
             budget_delta=amounts["budget_delta"],
+            harm=answers.get("harm", ""),
+            planned_releases=answers.get("releases", ""),
             schema={},
             **(
                 {

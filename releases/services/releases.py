@@ -415,21 +415,36 @@ def policy_explanation(*, dataset: Dataset, policy: Any, epsilon: float) -> dict
         check_policy_against_schema(definition.policy, schema)
     except EngineValidationError as error:
         raise ValidationFailed(prefix_errors("definition", error).errors) from None
-    missing_public = [
+    return blowfish_explanation(
+        definition.policy.to_dict(),
+        definition.epsilon,
+        missing_public=missing_public_columns(schema, definition),
+    )
+
+
+def missing_public_columns(schema, definition) -> list[str]:
+    """Numeric columns whose missing values a Blowfish ``definition`` leaves public (dropped
+    rather than filled: a missing value has no place in the policy's graph)."""
+    return [
         name
         for name, column in schema.columns.items()
         if isinstance(column, NumericColumn) and missing_is_public(name, column, definition)
     ]
-    return blowfish_explanation(
-        definition.policy.to_dict(), definition.epsilon, missing_public=missing_public
-    )
 
 
 def release_charge_preview(*, release: Release) -> dict[str, Any]:
     """What submitting this draft would charge, on which ledger, and what it would leave; or,
     with ``fits`` false, why it cannot be submitted. Reads no data and reserves nothing."""
     dataset = release.dataset
-    refused = {"fits": False, "epsilon": None, "delta": None, "ledger": "", "note": ""}
+    refused = {
+        "fits": False,
+        "epsilon": None,
+        "delta": None,
+        "ledger": "",
+        "note": "",
+        "table_epsilon": None,
+        "table_delta": None,
+    }
     try:
         plan = _plan(dataset, release.definition, release.queries)
         charge = _charge(dataset, plan)
@@ -441,7 +456,7 @@ def release_charge_preview(*, release: Release) -> dict[str, Any]:
     ledger = charge.ledger
     note = ledger_conversion(definition_kind=plan.definition.kind, ledger_kind=ledger.kind) or ""
     refusal = _refusal(dataset, plan, charge)
-    after, _ = dataset_budget(dataset, extra=charge.footprint)
+    after, after_delta = dataset_budget(dataset, extra=charge.footprint)
     return {
         "fits": refusal is None,
         "error": refusal.detail if refusal is not None else "",
@@ -451,6 +466,9 @@ def release_charge_preview(*, release: Release) -> dict[str, Any]:
         "note": note,
         # Never a negative remainder: a release that does not fit leaves nothing to show.
         "leaves": after.remaining if refusal is None else None,
+        # Every release of the table together once this one is added (the risk card's).
+        "table_epsilon": after.spent + after.reserved,
+        "table_delta": after_delta.spent + after_delta.reserved,
         # Re-planned against the current schema: what submitting would actually run.
         "preview": plan.preview(),
     }

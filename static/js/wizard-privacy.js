@@ -176,9 +176,28 @@
     return wrapper;
   }
 
+  // The fields each graph needs before the server can say anything about it: a half-typed
+  // policy is not sent (it would only come back refused).
+  var NEEDED = {
+    partition_groups: ["policy_column", "policy_groups"],
+    partition_width: ["policy_column", "policy_width"],
+    distance_threshold: ["policy_theta"],
+  };
+
+  function policyComplete() {
+    var graph = form.elements.policy_graph ? form.elements.policy_graph.value : "full_domain";
+    var needed = NEEDED[graph] || [];
+    if (graph === "distance_threshold" && !form.elements.policy_columns.value.trim()) {
+      needed = needed.concat(["policy_column"]);
+    }
+    return needed.every(function (name) {
+      return form.elements[name] && String(form.elements[name].value).trim() !== "";
+    });
+  }
+
   function refresh() {
     var kind = form.querySelector("input[name=definition_kind]:checked");
-    if (!kind || kind.value !== "blowfish") { return; }
+    if (!kind || kind.value !== "blowfish" || !policyComplete()) { return; }
     fetch(box.dataset.url, { method: "POST", body: new FormData(form), credentials: "same-origin",
                              headers: { "Accept": "application/json" } })
       .then(function (response) { return response.json(); })
@@ -197,4 +216,28 @@
   form.addEventListener("change", function () { clearTimeout(pending); pending = setTimeout(refresh, 200); });
   form.addEventListener("input", function () { clearTimeout(pending); pending = setTimeout(refresh, 400); });
   refresh();
+}());
+
+// Swaps in the risk card (the engine's numbers, rendered by the server) for the definition as
+// it is edited; an incomplete definition gets the card's own prompt.
+(function () {
+  "use strict";
+  var form = document.getElementById("privacy-form");
+  var box = document.getElementById("risk-card-box");
+  if (!form || !box) { return; }
+  var pending = null;
+  var asked = 0;
+
+  function refresh() {
+    var ticket = ++asked;
+    fetch(box.dataset.url, { method: "POST", body: new FormData(form), credentials: "same-origin",
+                             headers: { "Accept": "text/html" } })
+      .then(function (response) { return response.ok ? response.text() : Promise.reject(response); })
+      .then(function (html) {
+        if (ticket === asked) { box.innerHTML = html; }  // only the latest answer is shown
+      }).catch(function () {});
+  }
+
+  form.addEventListener("change", function () { clearTimeout(pending); pending = setTimeout(refresh, 200); });
+  form.addEventListener("input", function () { clearTimeout(pending); pending = setTimeout(refresh, 400); });
 }());

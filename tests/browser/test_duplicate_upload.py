@@ -27,6 +27,7 @@ def test_duplicate_upload_is_an_error_with_a_confirm_box(page, live_server, tmp_
     # when they upload the same file again
     page.get_by_label("Name").fill("Clinic 2025")
     page.get_by_label("File").set_input_files(str(csv_path))
+    page.get_by_text("Set the budget yourself").click()
     page.get_by_label("Total privacy budget (ε)").fill("2.5")
     page.get_by_role("button", name="Upload").click()
 

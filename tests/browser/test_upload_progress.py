@@ -73,6 +73,7 @@ def test_a_large_upload_shows_the_transfer_then_the_ready_dataset(
     # when they upload it
     page.get_by_label("Name").fill("Register 2026")
     page.get_by_label("File").set_input_files(str(csv_path))
+    page.get_by_text("Set the budget yourself").click()
     page.get_by_label("Total privacy budget (ε)").fill("2")
     page.get_by_role("button", name="Upload").click()
 
@@ -115,6 +116,7 @@ def test_a_refused_file_comes_back_on_the_form_with_what_was_typed(page, live_se
     # when they upload it
     page.get_by_label("Name").fill("Broken 2026")
     page.get_by_label("File").set_input_files(str(csv_path))
+    page.get_by_text("Set the budget yourself").click()
     page.get_by_label("Total privacy budget (ε)").fill("2.5")
     page.get_by_role("button", name="Upload").click()
 
@@ -213,6 +215,7 @@ def test_without_javascript_the_form_posts_as_before(new_context, live_server, t
     # when they upload a table
     page.get_by_label("Name").fill("Clinic 2026")
     page.get_by_label("File").set_input_files(str(csv_path))
+    page.get_by_text("Set the budget yourself").click()
     page.get_by_label("Total privacy budget (ε)").fill("1")
     page.get_by_role("button", name="Upload").click()
 

@@ -388,7 +388,7 @@ def test_the_release_card_states_the_guarantee_and_the_anchors_and_prints_on_a4(
     assert page.status_code == 200
     assert f'href="/catalog/{slug}/v1/card/"' in version_page
     assert "ε-differential privacy with ε = 0.8" in html
-    assert "true with probability 69.00%" in html  # e^0.8 / (1 + e^0.8)
+    assert '<td class="truth">69.0%</td>' in html  # e^0.8 / (1 + e^0.8)
     for file in entry["files"]:
         assert file["sha256"] in html
     assert hashlib.sha256(downloads["metadata"][1]).hexdigest() in html
