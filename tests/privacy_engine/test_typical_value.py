@@ -3,6 +3,8 @@ refused outside them, and used by the simulated preview instead of the midpoint 
 which is otherwise labelled as such. It never changes the noise."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from privacy_engine import EngineValidationError, preview
 from privacy_engine.guidance import MIDPOINT_BASIS, TYPICAL_BASIS, simulated_preview
@@ -144,3 +146,29 @@ def test_a_typical_value_changes_no_sensitivity_noise_or_accuracy():
 
     # then
     assert with_typical == without
+
+
+NUMBERS = st.floats(min_value=-1e15, max_value=1e15, allow_nan=False)
+
+
+# Catches: a typical value outside the bounds accepted (a preview off the declared range), or one
+# inside them refused or changed on the way through the JSON shape.
+@settings(max_examples=300, deadline=None)
+@given(bounds=st.lists(NUMBERS, min_size=2, max_size=2, unique=True).map(sorted), typical=NUMBERS)
+def test_any_typical_value_is_kept_exactly_within_the_bounds_and_refused_outside(bounds, typical):
+    # given
+    lower, upper = bounds
+    spec = {"columns": {"wage": {"kind": "numeric", "lower": lower, "upper": upper}}}
+    spec["columns"]["wage"]["typical"] = typical
+
+    # when, then: refused exactly when outside the bounds, naming the field
+    if not lower <= typical <= upper:
+        with pytest.raises(EngineValidationError) as refused:
+            schema_from_dict(spec)
+        assert refused.value.errors == {
+            "columns.wage.typical": ["the typical value must lie within the bounds"]
+        }
+        return
+    schema = schema_from_dict(spec)
+    assert schema.to_dict()["columns"]["wage"]["typical"] == typical
+    assert schema_from_dict(schema.to_dict()) == schema
