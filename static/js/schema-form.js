@@ -67,7 +67,7 @@
         var remove = document.createElement("button");
         remove.type = "button";
         remove.textContent = "×";
-        remove.setAttribute("aria-label", "Remove " + tag + " from the categories of " + column);
+        remove.setAttribute("aria-label", "Remove category " + tag + " from " + column);
         remove.addEventListener("click", function () {
           removeAt(index);
           entry.focus();
