@@ -12,11 +12,14 @@ from privacy_engine.definitions import default_delta
 from privacy_engine.kinds import kind_of
 from privacy_engine.queries import Query
 from privacy_engine.release import plan_release, release_statistic
-from privacy_engine.schema import Schema
+from privacy_engine.schema import NumericColumn, Schema
 from privacy_engine.translation import epsilon_to_truth_probability
 
 HARM_EPSILON = {"low": 2.0, "moderate": 1.0, "severe": 0.25}
 RELEASES_FACTOR = {"once": 1.0, "few": 0.5, "regularly": 0.25}
+# How a simulated preview names the value it gives every record of a numeric column.
+TYPICAL_BASIS = "declared typical value"
+MIDPOINT_BASIS = "midpoint of the bounds"
 # Statistics that simulate whole releases (k-means) per preview: each takes
 # up to seconds, and a preview is one web request.
 MAX_SIMULATED_RELEASES = 3
@@ -126,6 +129,11 @@ def simulated_preview(
     from the shape, so the cost does not grow with the declared size. ``None`` without a
     declared size.
 
+    Sums and means simulate every record of a numeric column with one value: the column's
+    public ``typical`` value when declared, else the midpoint of its bounds. Their entries say
+    which under ``typical_values``: a list of ``{column, value, basis}``, ``basis`` being
+    TYPICAL_BASIS or MIDPOINT_BASIS, so a page can label a midpoint as such.
+
     A kind's :meth:`~privacy_engine.kinds.QueryKind.simulated_facts` are added to its entry:
     k-means, whose rounds need a table, simulates whole releases on a public table of the
     declared shape and adds ``objective_ratio`` (kinds/kmeans.py), a synthetic table its
@@ -147,6 +155,10 @@ def simulated_preview(
         if getattr(query, "where", None) is not None:
             entry["where"] = query.where.to_dict()
         entry["ci95"] = None
+        if typical_columns := kind.simulated_typical_columns(query):
+            entry["typical_values"] = [
+                _typical_value(name, plan.schema) for name in typical_columns
+            ]
         if simulation is not None:
             shown, mechanism_input = simulation
             result = release_statistic(planned, mechanism_input, plan.schema)
@@ -163,3 +175,14 @@ def simulated_preview(
             entry.update(kind.simulated_facts(planned, plan.schema, n))
         entries.append(entry)
     return entries
+
+
+def _typical_value(name: str, schema: Schema) -> dict[str, Any]:
+    """The value a simulated table gives every record of a numeric column, and its basis."""
+    column = schema.column(name)
+    assert isinstance(column, NumericColumn)
+    return {
+        "column": name,
+        "value": column.simulated_value,
+        "basis": TYPICAL_BASIS if column.typical is not None else MIDPOINT_BASIS,
+    }

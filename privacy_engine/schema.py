@@ -62,6 +62,10 @@ class NumericColumn:
     """A numeric column with public bounds; values are clamped into [lower, upper].
 
     ``fill`` is the public constant that replaces a missing value; ``None`` drops it.
+    ``typical`` is an optional public usual value (a published median, say), as public as the
+    bounds: it shapes only the simulated preview, whose sums and means give every simulated
+    record that value (the middle of the bounds without one). It never touches the noise or the
+    real answers.
     ``from_data`` marks bounds copied from the data (the "suggest from data" helper): they are
     raw values, and every release that uses them says they are disclosed exactly.
     """
@@ -70,6 +74,7 @@ class NumericColumn:
     upper: float
     fill: float | None = None
     from_data: bool = False
+    typical: float | None = None
     kind: str = field(default="numeric", init=False)
 
     def __post_init__(self) -> None:
@@ -86,10 +91,20 @@ class NumericColumn:
             raise EngineValidationError.single("upper", "upper bound must be greater than lower")
         if self.fill is not None and not self.lower <= self.fill <= self.upper:
             raise EngineValidationError.single("fill", "the fill value must lie within the bounds")
+        if self.typical is not None and not self.lower <= self.typical <= self.upper:
+            raise EngineValidationError.single(
+                "typical", "the typical value must lie within the bounds"
+            )
 
     @property
     def width(self) -> float:
         return self.upper - self.lower
+
+    @property
+    def simulated_value(self) -> float:
+        """Every value of a simulated table: the declared typical value, else the middle of
+        the bounds. Public facts only (DESIGN.md rule 1)."""
+        return self.typical if self.typical is not None else (self.lower + self.upper) / 2
 
     @property
     def max_magnitude(self) -> float:
@@ -107,6 +122,8 @@ class NumericColumn:
         out: dict[str, Any] = {"kind": self.kind, "lower": self.lower, "upper": self.upper}
         if self.fill is not None:
             out["fill"] = self.fill
+        if self.typical is not None:
+            out["typical"] = self.typical
         if self.from_data:
             out["from_data"] = True
         return out
@@ -295,8 +312,13 @@ def column_from_dict(spec: Mapping[str, Any]) -> Column:
         if errors:
             raise EngineValidationError(errors)
         fill = _number(spec["fill"], "fill") if spec.get("fill") is not None else None
+        typical = _number(spec["typical"], "typical") if spec.get("typical") is not None else None
         return NumericColumn(
-            lower=bounds["lower"], upper=bounds["upper"], fill=fill, from_data=from_data
+            lower=bounds["lower"],
+            upper=bounds["upper"],
+            fill=fill,
+            from_data=from_data,
+            typical=typical,
         )
     if kind == "categorical":
         categories = spec.get("categories")

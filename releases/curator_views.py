@@ -34,12 +34,15 @@ from privacy_engine.guidance import (
 from privacy_engine.translation import group_privacy
 from releases import selectors
 from releases.forms import (
+    KIND_FIELDS,
     STATISTIC_LABELS,
     ColumnSchemaForm,
     DatasetUploadForm,
     PrivacyStepForm,
     StatisticFormSet,
     group_value,
+    initial_kind,
+    name_looks_like_identifier,
 )
 from releases.models import Release
 from releases.risk_selectors import risk_card_for_draft
@@ -153,25 +156,56 @@ def dataset_upload(request):
     )
 
 
-def _column_forms(dataset, data=None, initial_schema=None):
+# What "Fill in from my data" reads from the rows, by kind: the rest of a typed form is kept.
+_SUGGESTED_FIELDS = {"numeric": ("lower", "upper"), "categorical": ("categories",)}
+
+
+def _column_initial(spec: dict) -> dict:
+    return {
+        "kind": spec.get("kind", "identifier"),
+        "lower": spec.get("lower"),
+        "upper": spec.get("upper"),
+        "typical": spec.get("typical"),
+        "categories": ", ".join(spec.get("categories", [])),
+        "other": spec.get("other", ""),
+        "fill": _fill_text(spec.get("fill")),
+    }
+
+
+def _column_forms(dataset, data=None, initial_schema=None, typed=None):
+    """One form per column, bound to ``data`` when posted for saving. With a suggestion
+    (``initial_schema``) and the form as the curator had ``typed`` it, the suggestion only
+    replaces the bounds or categories of columns typed as the suggested kind: nothing else
+    typed is lost."""
     schema = initial_schema or (dataset.schema or {}).get("columns", {})
     forms = []
     for index, column in enumerate(dataset.columns):
         name = column["name"]
+        prefix = f"col{index}"
         spec = schema.get(name) or {
-            "kind": {"numeric": "numeric", "categorical": "categorical"}.get(
-                column["inferred_kind"], "identifier"
-            )
+            "kind": initial_kind(name=name, inferred_kind=column["inferred_kind"])
         }
-        initial = {
-            "kind": spec.get("kind", "identifier"),
-            "lower": spec.get("lower"),
-            "upper": spec.get("upper"),
-            "categories": ", ".join(spec.get("categories", [])),
-            "other": spec.get("other", ""),
-            "fill": _fill_text(spec.get("fill")),
-        }
-        forms.append((column, ColumnSchemaForm(data, prefix=f"col{index}", initial=initial)))
+        initial = _column_initial(spec)
+        typed_kind = typed.get(f"{prefix}-kind") if typed is not None else None
+        if typed_kind in KIND_FIELDS:
+            kept = {
+                field: typed.get(f"{prefix}-{field}", "") for field in ColumnSchemaForm.base_fields
+            }
+            if typed_kind == spec.get("kind"):
+                kept.update(
+                    {
+                        field: initial[field]
+                        for field in _SUGGESTED_FIELDS.get(typed_kind, ())
+                        if spec.get(field) is not None
+                    }
+                )
+            initial = kept
+        form = ColumnSchemaForm(data, prefix=prefix, initial=initial)
+        # Names the column in the tag editor's remove buttons.
+        form.fields["categories"].widget.attrs["data-column"] = name
+        # Said on the page, so that the curator knows why an id-like column starts unused.
+        form.preselected_by_name = name not in schema and name_looks_like_identifier(name)
+        forms.append((column, form))
     return forms
 
 
@@ -198,7 +232,7 @@ def dataset_detail(request, pk: int):
     column_forms = _column_forms(dataset)
     if request.method == "POST" and request.POST.get("action") == "suggest" and not locked:
         suggestion = dataset_schema_suggest(dataset=dataset, user=request.user)
-        column_forms = _column_forms(dataset, initial_schema=suggestion)
+        column_forms = _column_forms(dataset, initial_schema=suggestion, typed=request.POST)
     elif request.method == "POST" and not locked:
         column_forms = _column_forms(dataset, data=request.POST)
         if all(form.is_valid() for _, form in column_forms):
@@ -261,6 +295,7 @@ def dataset_page_render(
     schema = dataset.schema or {}
     rows_per_person = schema.get("max_rows_per_person", 1) if schema.get("person_key") else 1
     group_epsilon, _ = group_privacy(group_size=max(rows_per_person, 3), epsilon=1.0)
+    unit = _unit_shown(request, schema)
     return render(
         request,
         "curator/dataset.html",
@@ -270,15 +305,8 @@ def dataset_page_render(
             "locked": locked,
             "suggestion": suggestion,
             "delta_budget": delta_budget,
-            "identifier_columns": [
-                c["name"]
-                for c in dataset.columns
-                if (dataset.schema or {})
-                .get("columns", {})
-                .get(c["name"], {})
-                .get("kind", "identifier")
-                == "identifier"
-            ],
+            "identifier_columns": _person_key_choices(column_forms, unit["person_key"]),
+            "unit": unit,
             "group_example": {"size": max(rows_per_person, 3), "epsilon": group_epsilon},
             "budget_reasons": selectors.dataset_budget_reasons(dataset=dataset),
             "budget": epsilon,
@@ -292,6 +320,27 @@ def dataset_page_render(
             "raw_delete_reason_max_length": RAW_DELETE_REASON_MAX_LENGTH,
         },
     )
+
+
+def _unit_shown(request, schema: dict) -> dict:
+    """The unit of protection as the schema form shows it: as posted when the form was posted
+    (nothing typed is lost on an error), else as saved."""
+    if request.method == "POST" and "max_rows_per_person" in request.POST:
+        return {
+            "person_key": request.POST.get("person_key", ""),
+            "max_rows_per_person": request.POST.get("max_rows_per_person", ""),
+        }
+    return {
+        "person_key": schema.get("person_key") or "",
+        "max_rows_per_person": schema.get("max_rows_per_person", 1),
+    }
+
+
+def _person_key_choices(column_forms, person_key: str) -> list[str]:
+    """Columns the form shows as identifiers (a person key must be one), and the chosen key."""
+    names = [column["name"] for column, form in column_forms if form.current_kind == "identifier"]
+    chosen = [column["name"] for column, _ in column_forms if column["name"] == person_key]
+    return names + [name for name in chosen if name not in names]
 
 
 def owned_release_get(request, pk: int) -> Release:
@@ -807,6 +856,15 @@ def wizard_preview(request, pk: int):
     }
     context = _wizard_context(release, release.dataset, "preview")
     context["simulated"] = simulated
+    # The value each numeric column's records get in the simulated table, once per column.
+    context["schema_editable"] = not dataset_has_submissions(release.dataset)
+    context["simulated_values"] = list(
+        {
+            item["column"]: item
+            for entry in simulated or ()
+            for item in entry.get("typical_values", ())
+        }.values()
+    )
     context.update(
         {
             "rows": rows,

@@ -5,6 +5,7 @@ import json
 import re
 
 from django import forms
+from django.forms import BoundField
 
 from privacy_engine.queries import QUERY_KINDS
 from privacy_engine.schema import MAX_ROWS
@@ -91,22 +92,94 @@ class DatasetUploadForm(forms.Form):
     )
 
 
+# The fields each declared kind uses; the others stay in the page (switching kind back loses
+# nothing) but are neither shown nor validated.
+KIND_FIELDS = {
+    "numeric": ("lower", "upper", "typical", "fill"),
+    "categorical": ("categories", "other", "fill"),
+    "identifier": (),
+}
+# The fill box serves both kinds: its example follows the kind chosen.
+FILL_PLACEHOLDERS = {"numeric": "e.g. 0", "categorical": "e.g. F"}
+# Last (or only) words of a column name that name a record rather than describe it.
+_IDENTIFIER_WORDS = {"id", "uuid", "guid", "identifier"}
+
+
+def name_looks_like_identifier(name: str) -> bool:
+    """Whether a column's name says it identifies records: ``id``, ``patient_id``,
+    ``PatientID``, ``record-uuid``, ``id_number``."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    words = [word for word in re.split(r"[^0-9a-z]+", spaced.lower()) if word]
+    return bool(words) and (words[-1] in _IDENTIFIER_WORDS or words[0] == "id")
+
+
+def initial_kind(*, name: str, inferred_kind: str) -> str:
+    """The kind the schema form starts a column with before anything is declared: identifier
+    for id-like names and for what the upload read as identifiers or free text (numbered ids
+    read as numbers, yet no statistic of them makes sense)."""
+    if name_looks_like_identifier(name):
+        return "identifier"
+    return inferred_kind if inferred_kind in ("numeric", "categorical") else "identifier"
+
+
+# The page's one explanation of each field (dataset.html), shared by every column's box.
+COLUMN_HELP_IDS = {
+    "lower": "help-bounds",
+    "upper": "help-bounds",
+    "typical": "help-typical",
+    "categories": "help-categories",
+    "other": "help-categories",
+    "fill": "help-fill",
+}
+
+
+class _ColumnBoundField(BoundField):
+    """Describes a box by the page's explanation of its field and by its errors (Django's
+    own would name a help text the page does not repeat in every row)."""
+
+    @property
+    def aria_describedby(self) -> str:
+        ids = [COLUMN_HELP_IDS[self.name]] if self.name in COLUMN_HELP_IDS else []
+        if self.errors:
+            ids.append(f"{self.auto_id}_error")
+        return " ".join(ids)
+
+
 class ColumnSchemaForm(forms.Form):
-    """One column's public declaration."""
+    """One column's public declaration; only the fields of its kind count."""
+
+    bound_field_class = _ColumnBoundField
 
     kind = forms.ChoiceField(choices=KIND_CHOICES)
-    lower = forms.FloatField(required=False, label="Lower bound")
-    upper = forms.FloatField(required=False, label="Upper bound")
+    lower = forms.FloatField(
+        required=False,
+        label="Lower bound",
+        widget=forms.NumberInput(attrs={"placeholder": "e.g. 0"}),
+    )
+    upper = forms.FloatField(
+        required=False,
+        label="Upper bound",
+        widget=forms.NumberInput(attrs={"placeholder": "e.g. 120"}),
+    )
+    typical = forms.FloatField(
+        required=False,
+        label="Typical value",
+        help_text="Optional and public like the bounds (e.g. a published median): previews "
+        "simulate the column with it instead of the midpoint of the bounds.",
+        widget=forms.NumberInput(attrs={"placeholder": "e.g. 35"}),
+    )
     categories = forms.CharField(
         required=False,
         label="Categories",
         help_text="Comma-separated, e.g. F, M",
-        widget=forms.TextInput,
+        # The class lets schema-form.js turn the box into a list of tags.
+        widget=forms.TextInput(attrs={"placeholder": "e.g. F, M", "class": "category-list"}),
     )
     other = forms.CharField(
         required=False,
         label="Bucket for other values",
         help_text="Leave empty to drop values outside the list.",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. other"}),
     )
     fill = forms.CharField(
         required=False,
@@ -115,16 +188,45 @@ class ColumnSchemaForm(forms.Form):
         "leave empty to drop missing values.",
     )
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        fill = self.fields["fill"].widget.attrs
+        fill.update({f"data-placeholder-{k}": text for k, text in FILL_PLACEHOLDERS.items()})
+        fill["placeholder"] = FILL_PLACEHOLDERS.get(self.current_kind, "")
+
+    @property
+    def current_kind(self) -> str:
+        """The kind the page shows the column as: the posted one when it is a choice, else the
+        initial one."""
+        kind = self.data.get(self.add_prefix("kind")) if self.is_bound else None
+        if kind not in KIND_FIELDS:
+            kind = self.initial.get("kind")
+        return kind if kind in KIND_FIELDS else "identifier"
+
+    def full_clean(self) -> None:
+        super().full_clean()
+        kind = self.cleaned_data.get("kind") if self.is_bound else None
+        if kind in KIND_FIELDS:
+            # A value left in another kind's (hidden) box is ignored, not refused.
+            for name in set(self.fields) - {"kind", *KIND_FIELDS[kind]}:
+                self._errors.pop(name, None)
+
     def to_spec(self) -> dict:
         data = self.cleaned_data
         fill = (data.get("fill") or "").strip()
         if data["kind"] == "numeric":
-            spec = {"kind": "numeric", "lower": data["lower"], "upper": data["upper"]}
+            # An empty bound is left out: the engine then says that bounds are needed.
+            spec = {
+                "kind": "numeric",
+                **{key: data[key] for key in ("lower", "upper") if data[key] is not None},
+            }
             if fill:
                 try:
                     spec["fill"] = float(fill)
                 except ValueError:
                     spec["fill"] = fill  # refused by the engine, naming the field
+            if data.get("typical") is not None:
+                spec["typical"] = data["typical"]
             return spec
         if data["kind"] == "categorical":
             categories = [c.strip() for c in (data["categories"] or "").split(",") if c.strip()]

@@ -269,6 +269,12 @@ class QueryKind(ABC):
         for a kind without a simulated preview."""
         return None
 
+    def simulated_typical_columns(self, query: Any) -> tuple[str, ...]:
+        """The numeric columns whose every simulated value is one typical value (their
+        declared ``typical``, else the middle of the bounds) in :meth:`simulated`; none by
+        default (kinds that spread values over the range, or count)."""
+        return ()
+
     def simulated_facts(self, planned: PlannedStatistic, schema: Schema, n: int) -> dict[str, Any]:
         """Facts of a simulated release on a public table of n records of the declared shape,
         added to the simulated preview's entry (k-means: its objective ratio); none by default.

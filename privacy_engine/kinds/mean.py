@@ -22,7 +22,7 @@ from privacy_engine.kinds.base import (
     real_mechanism,
     register,
 )
-from privacy_engine.kinds.sum import grid_sum_of, middle_of
+from privacy_engine.kinds.sum import grid_sum_of, typical_of
 from privacy_engine.schema import NumericColumn, Schema
 from privacy_engine.sensitivity import present_count_sensitivity, sum_sensitivity
 
@@ -84,9 +84,12 @@ class MeanKind(QueryKind):
             rows_per_person=context.rows_per_person,
         )
 
+    def simulated_typical_columns(self, query: Mean) -> tuple[str, ...]:
+        return (query.column,)
+
     def simulated(self, query: Mean, schema: Schema, n: int) -> tuple[float, tuple[float, int]]:
-        middle = middle_of(query.column, schema)
-        return middle, (n * middle, n)
+        typical = typical_of(query.column, schema)
+        return typical, (n * typical, n)
 
     def plan(
         self, query: Mean, epsilon: float, delta: float, context: PlanContext

@@ -219,6 +219,9 @@ class RestrictedKind(QueryKind):
     def simulated(self, query: Restricted, schema: Schema, n: int) -> tuple[Any, Any] | None:
         return self.inner.simulated(query.query, schema, group_share(query.where, schema, n))
 
+    def simulated_typical_columns(self, query: Restricted) -> tuple[str, ...]:
+        return self.inner.simulated_typical_columns(query.query)
+
     def simulated_facts(self, planned: PlannedStatistic, schema: Schema, n: int) -> dict[str, Any]:
         return self.inner.simulated_facts(
             _inner_planned(planned), schema, group_share(planned.query.where, schema, n)

@@ -50,11 +50,12 @@ def grid_sum_of(name: str, schema: Schema) -> GridSum:
     return GridSum(**cleaned_numbers(name, schema), grid=sum_grid(column.max_magnitude))
 
 
-def middle_of(name: str, schema: Schema) -> float:
-    """The middle of a numeric column's declared range (a simulated table's every value)."""
+def typical_of(name: str, schema: Schema) -> float:
+    """A simulated table's every value of a numeric column: its declared typical value, else
+    the middle of its declared range (NumericColumn.simulated_value)."""
     column = schema.column(name)
     assert isinstance(column, NumericColumn)
-    return (column.lower + column.upper) / 2
+    return column.simulated_value
 
 
 class SumKind(QueryKind):
@@ -109,9 +110,12 @@ class SumKind(QueryKind):
     def published_cells(self, query: Sum, schema: Schema) -> int:
         return len(query.summed_columns)
 
+    def simulated_typical_columns(self, query: Sum) -> tuple[str, ...]:
+        return query.summed_columns
+
     def simulated(self, query: Sum, schema: Schema, n: int) -> tuple[Any, Any]:
-        """n times the middle of each column's range."""
-        totals = {name: n * middle_of(name, schema) for name in query.summed_columns}
+        """n times each column's typical value (the middle of its range without one)."""
+        totals = {name: n * typical_of(name, schema) for name in query.summed_columns}
         if query.columns:
             return totals, [totals[name] for name in query.columns]
         (total,) = totals.values()

@@ -306,6 +306,12 @@ class SimulatedEntrySerializer(OpenShapeSerializer):
     simulated = _json("The exact answer on the simulated table", allow_null=True)
     noisy = _json("The same with noise", allow_null=True)
     ci95 = _json("Its 95% interval(s)", allow_null=True)
+    typical_values = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="Sums and means: the value every simulated record has in each column, "
+        "{column, value, basis}; basis is 'declared typical value' or 'midpoint of the bounds'",
+    )
 
 
 class SimulatedPreviewSerializer(serializers.Serializer):

@@ -70,7 +70,12 @@ def test_simulated_preview_of_the_largest_declared_size_is_fast(definition):
     # then nothing of the declared size was built, and the shape is unchanged
     assert elapsed < 2.0
     keys = ["ci95", "column", "kind", "noisy", "simulated"]
-    assert [sorted(e) for e in entries] == [keys] * 4 + [sorted([*keys, "columns"]), keys]
+    labelled = sorted([*keys, "typical_values"])  # sums and means say which value they used
+    assert [sorted(e) for e in entries] == [keys] * 3 + [
+        labelled,
+        sorted([*labelled, "columns"]),
+        labelled,
+    ]
     count, sexes, bins, total, totals, mean = entries
     assert count["simulated"] == 10**10
     assert sexes["simulated"] == {"F": 5 * 10**9, "M": 5 * 10**9, "X": 0}

@@ -293,6 +293,8 @@ def numeric_specs(draw) -> dict:
     spec = {"kind": "numeric", "lower": lower, "upper": upper}
     if draw(st.booleans()):
         spec["fill"] = draw(st.integers(min_value=lower, max_value=upper))
+    if draw(st.booleans()):
+        spec["typical"] = draw(st.integers(min_value=lower, max_value=upper))
     return spec
 
 
@@ -356,6 +358,7 @@ VALID_SCHEMA_POSTS = st.fixed_dictionaries(
     },
     optional={
         "col1-fill": st.integers(0, 1).map(str),
+        "col1-typical": st.integers(0, 1).map(str),
         "col2-other": st.just("X"),
         "col2-fill": st.just("F"),
         "person_key": st.just("name"),
@@ -370,6 +373,7 @@ SCHEMA_POST_FIELDS = [
     "col1-lower",
     "col1-upper",
     "col1-fill",
+    "col1-typical",
     "col2-kind",
     "col2-categories",
     "col2-other",

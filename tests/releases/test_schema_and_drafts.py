@@ -76,6 +76,50 @@ def test_valid_schema_is_stored_and_omitted_columns_become_identifiers(curator_c
     }
 
 
+def test_schema_stores_a_numeric_columns_typical_value_and_the_preview_uses_it(
+    curator_client, undeclared
+):
+    # given
+    columns = {
+        **CLINIC_SCHEMA["columns"],
+        "age": {"kind": "numeric", "lower": 0, "upper": 100, "typical": 38},
+    }
+
+    # when
+    response = put_schema(curator_client, undeclared, {**CLINIC_SCHEMA, "columns": columns})
+    draft = curator_client.post(
+        "/api/v1/releases/",
+        {
+            "dataset": undeclared.pk,
+            "title": "Ages",
+            "definition": {"kind": "pure_dp", "epsilon": 1},
+            "queries": [{"kind": "mean", "column": "age"}, {"kind": "mean", "column": "visits"}],
+        },
+        format="json",
+    ).json()
+    simulated = curator_client.get(f"/api/v1/releases/{draft['id']}/simulated-preview/").json()
+
+    # then
+    assert response.status_code == 200
+    assert response.json()["columns"]["age"] == {
+        "kind": "numeric",
+        "lower": 0,
+        "upper": 100,
+        "typical": 38,
+    }
+    undeclared.refresh_from_db()
+    assert undeclared.schema["columns"]["age"]["typical"] == 38
+    age, visits = simulated["results"]
+    assert age["simulated"] == 38
+    assert age["typical_values"] == [
+        {"column": "age", "value": 38, "basis": "declared typical value"}
+    ]
+    assert visits["simulated"] == 5
+    assert visits["typical_values"] == [
+        {"column": "visits", "value": 5, "basis": "midpoint of the bounds"}
+    ]
+
+
 def test_schema_with_declared_size_updates_the_dataset(curator_client, undeclared):
     # when
     response = put_schema(curator_client, undeclared, CLINIC_SCHEMA)
@@ -150,6 +194,16 @@ def test_schema_can_be_replaced_while_only_drafts_exist(curator_client, curator,
             {"columns": {"age": {"kind": "numeric", "lower": 0, "upper": 10, "fill": 11}}},
             {"columns.age.fill": ["the fill value must lie within the bounds"]},
             id="fill-outside-bounds",
+        ),
+        pytest.param(
+            {"columns": {"age": {"kind": "numeric", "lower": 0, "upper": 10, "typical": 11}}},
+            {"columns.age.typical": ["the typical value must lie within the bounds"]},
+            id="typical-outside-bounds",
+        ),
+        pytest.param(
+            {"columns": {"age": {"kind": "numeric", "lower": 0, "upper": 10, "typical": "5"}}},
+            {"columns.age.typical": ["must be a number"]},
+            id="string-typical",
         ),
         pytest.param(
             {"columns": {"sex": {"kind": "categorical"}}},
