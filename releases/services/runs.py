@@ -55,6 +55,7 @@ from privacy_engine import (
     synthetic_table,
 )
 from privacy_engine.engines import EngineChoice
+from privacy_engine.presentation import interval_halfwidth, published_value
 from releases.models import (
     MICRODATA_PREFIX,
     LedgerEntry,
@@ -369,10 +370,44 @@ def release_rows(statistics: list[dict[str, Any]]) -> tuple[list[str], list[dict
     return fields, rows
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | Decimal) and not isinstance(value, bool)
+
+
+def csv_rounded(row: dict[str, Any], fields: list[str]) -> dict[str, Any]:
+    """A row of the CSV file with its numbers as people read them (the engine's
+    ``published_value``): each value and the ends of its 95% interval (``value`` with
+    ``ci95_low`` and ``ci95_high``; a centroid's ``size`` or coordinate with its own) rounded to
+    the precision that interval supports, every other number (ε, δ, sensitivity, noise scale, a
+    value without interval) cleared of a float's artefacts. Post-processing: the JSON and
+    Parquet files keep every digit."""
+    # Each value field with the two fields of its interval.
+    intervals = {"value": ("ci95_low", "ci95_high")} | {
+        field.removesuffix(CI95_SUFFIXES[0]): (
+            field,
+            field.removesuffix(CI95_SUFFIXES[0]) + CI95_SUFFIXES[1],
+        )
+        for field in fields
+        if field.endswith(CI95_SUFFIXES[0]) and field != "ci95_low"
+    }
+    halfwidths: dict[str, float | None] = {}
+    for base, (low, high) in intervals.items():
+        halfwidth = interval_halfwidth(row.get(low), row.get(high))
+        halfwidths |= {base: halfwidth, low: halfwidth, high: halfwidth}
+    return {
+        field: published_value(value, halfwidth=halfwidths.get(field))
+        if _is_number(value)
+        else value
+        for field, value in row.items()
+    }
+
+
 def release_csv(statistics: list[dict[str, Any]]) -> bytes:
     """The published CSV file of one version (:func:`release_rows`), every text cell escaped
-    against spreadsheet formulas."""
+    against spreadsheet formulas and every number rounded as people read it
+    (:func:`csv_rounded`)."""
     fields, rows = release_rows(statistics)
+    rows = [csv_rounded(row, fields) for row in rows]
     out = io.StringIO()
     # CRLF (RFC 4180) makes the writer quote any cell holding a CR or LF, so a name with a line
     # break can never split a row.
