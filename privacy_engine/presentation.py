@@ -11,7 +11,14 @@ binary expansion; rounding is half away from zero, as people do it by hand.
 """
 
 from collections.abc import Iterable
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
+from decimal import (
+    ROUND_CEILING,
+    ROUND_FLOOR,
+    ROUND_HALF_UP,
+    Decimal,
+    InvalidOperation,
+    localcontext,
+)
 from typing import Any
 
 # Significant digits kept when a value has no interval to round to (an exact count, a parameter
@@ -29,6 +36,9 @@ DELTA_FIXED_FROM = Decimal("0.001")
 # The most significant digits ever used to tell values apart: more than a 30-place decimal or a
 # double holds.
 MAX_DIGITS = 60
+
+# published_value's rounding directions: an interval's ends round outwards.
+_ROUNDING = {"nearest": ROUND_HALF_UP, "down": ROUND_FLOOR, "up": ROUND_CEILING}
 
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
@@ -68,13 +78,13 @@ def _normalized(number: Decimal) -> Decimal:
         return number.normalize()
 
 
-def _quantize(number: Decimal, exponent: int) -> Decimal:
+def _quantize(number: Decimal, exponent: int, rounding: str = ROUND_HALF_UP) -> Decimal:
     """``number`` rounded to a multiple of 10**exponent, written with an exponent ≤ 0 (so that
     ``format(…, "f")`` never needs an exponent) and never as −0."""
     with localcontext() as context:
         # Room for every digit down to 10**exponent, and for a whole number's, up to 1e308.
         context.prec = abs(number.adjusted()) + abs(exponent) + MAX_DIGITS
-        rounded = number.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_HALF_UP)
+        rounded = number.quantize(Decimal(1).scaleb(exponent), rounding=rounding)
         if _exponent(rounded) > 0:
             rounded = rounded.quantize(Decimal(1))
     return rounded.copy_abs() if rounded == 0 else rounded
@@ -192,14 +202,17 @@ def interval_exponent(halfwidth: Any) -> int | None:
     return width.adjusted() - 1
 
 
-def published_value(value: Any, *, halfwidth: Any = None) -> Decimal | None:
+def published_value(
+    value: Any, *, halfwidth: Any = None, rounding: str = "nearest"
+) -> Decimal | None:
     """A published number (a noisy count, sum, mean, coordinate, or an end of its interval)
     rounded to the precision its 95% half-width supports (:func:`interval_exponent`), never
     with more digits than the value has (a count stays whole: 6 and not 6.0; 2.5 and not
     2.5000), and without a float's artefacts (6.000000000000001 → 6). Without a half-width (an
     exact answer, a quantile whose accuracy is in ranks) it keeps ``CLEAN_DIGITS`` significant
-    digits. None when ``value`` is not a finite number. Rounding is post-processing: it never
-    weakens the guarantee."""
+    digits. ``rounding`` is "nearest" (half away from zero), or "down" or "up" for the ends of
+    an interval, which round outwards so that it never narrows. None when ``value`` is not a
+    finite number. Rounding is post-processing: it never weakens the guarantee."""
     number = to_decimal(value)
     if number is None:
         return None
@@ -211,15 +224,25 @@ def published_value(value: Any, *, halfwidth: Any = None) -> Decimal | None:
     # Never more digits than the value has, nor than a double holds exactly.
     shortest = _exponent(_normalized(number))
     exponent = max(exponent, shortest, number.adjusted() - MAX_PUBLISHED_DIGITS + 1)
-    rounded = _quantize(number, exponent)
+    rounded = _quantize(number, exponent, _ROUNDING[rounding])
     # Trailing zeros after the point carry no information the interval does not already give.
     if rounded == 0:
         return Decimal(0)
     return _quantize(rounded, min(0, _exponent(_normalized(rounded))))
 
 
-def format_published(value: Any, *, halfwidth: Any = None) -> str:
+def published_interval(low: Any, high: Any) -> tuple[Decimal | None, Decimal | None]:
+    """A 95% interval [low, high] as published: each end rounded outwards (low down, high up)
+    to the precision its half-width supports, so the rounded interval holds the original."""
+    halfwidth = interval_halfwidth(low, high)
+    return (
+        published_value(low, halfwidth=halfwidth, rounding="down"),
+        published_value(high, halfwidth=halfwidth, rounding="up"),
+    )
+
+
+def format_published(value: Any, *, halfwidth: Any = None, rounding: str = "nearest") -> str:
     """:func:`published_value` as text in fixed notation ("28013", "-3.5", "0.0042"); anything
     that is not a finite number is returned as text."""
-    rounded = published_value(value, halfwidth=halfwidth)
+    rounded = published_value(value, halfwidth=halfwidth, rounding=rounding)
     return str(value) if rounded is None else format(rounded, "f")

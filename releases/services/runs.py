@@ -378,9 +378,9 @@ def csv_rounded(row: dict[str, Any], fields: list[str]) -> dict[str, Any]:
     """A row of the CSV file with its numbers as people read them (the engine's
     ``published_value``): each value and the ends of its 95% interval (``value`` with
     ``ci95_low`` and ``ci95_high``; a centroid's ``size`` or coordinate with its own) rounded to
-    the precision that interval supports, every other number (ε, δ, sensitivity, noise scale, a
-    value without interval) cleared of a float's artefacts. Post-processing: the JSON and
-    Parquet files keep every digit."""
+    the precision that interval supports (the ends outwards), every other number (ε, δ,
+    sensitivity, noise scale, a value without interval) cleared of a float's artefacts.
+    Post-processing: the JSON and Parquet files keep every digit."""
     # Each value field with the two fields of its interval.
     intervals = {"value": ("ci95_low", "ci95_high")} | {
         field.removesuffix(CI95_SUFFIXES[0]): (
@@ -390,14 +390,16 @@ def csv_rounded(row: dict[str, Any], fields: list[str]) -> dict[str, Any]:
         for field in fields
         if field.endswith(CI95_SUFFIXES[0]) and field != "ci95_low"
     }
-    halfwidths: dict[str, float | None] = {}
+    # How each number is rounded: to its interval's half-width; the ends outwards, so that the
+    # written interval holds the computed one.
+    how: dict[str, dict[str, Any]] = {}
     for base, (low, high) in intervals.items():
         halfwidth = interval_halfwidth(row.get(low), row.get(high))
-        halfwidths |= {base: halfwidth, low: halfwidth, high: halfwidth}
+        how[base] = {"halfwidth": halfwidth}
+        how[low] = {"halfwidth": halfwidth, "rounding": "down"}
+        how[high] = {"halfwidth": halfwidth, "rounding": "up"}
     return {
-        field: published_value(value, halfwidth=halfwidths.get(field))
-        if _is_number(value)
-        else value
+        field: published_value(value, **how.get(field, {})) if _is_number(value) else value
         for field, value in row.items()
     }
 

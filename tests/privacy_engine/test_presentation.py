@@ -17,6 +17,7 @@ from privacy_engine.presentation import (
     format_significant,
     interval_exponent,
     interval_halfwidth,
+    published_interval,
     published_value,
 )
 
@@ -252,3 +253,22 @@ def test_distinguishing_digits_grows_only_as_needed():
     assert distinguishing_digits([0.1, 0.2], minimum=2) == 2
     assert distinguishing_digits([0.1, 0.1001], minimum=2) == 4
     assert distinguishing_digits([0.1, 0.1, "text"], minimum=3) == 3
+
+
+def test_an_interval_is_rounded_outwards():
+    # a clamped sum's interval, and a symmetric one
+    assert published_interval(0.0, 4121.076796958239) == (Decimal(0), Decimal(4200))
+    assert published_interval(-10.25, 3.25) == (Decimal("-10.3"), Decimal("3.3"))
+    assert published_interval(None, 3) == (None, Decimal(3))
+
+
+@given(
+    st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12, max_value=1e12),
+    st.floats(min_value=1e-9, max_value=1e9),
+)
+def test_a_rounded_interval_holds_the_computed_one(low, width):
+    high = low + width
+    assume(high > low)
+    rounded_low, rounded_high = published_interval(low, high)
+    assert rounded_low <= Decimal(repr(low))
+    assert rounded_high >= Decimal(repr(high))

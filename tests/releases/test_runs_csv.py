@@ -174,10 +174,11 @@ def test_no_text_cell_of_a_published_csv_starts_like_a_formula(statistics):
     rows = rows_of(release_csv(statistics))
 
     # then each cell reads back as written: text escaped, numbers rounded as the engine rounds
-    # them (a value and its interval to the interval's precision, other numbers cleared of a
-    # float's artefacts)
-    def number(value, interval=(None, None)):
-        return str(published_value(value, halfwidth=interval_halfwidth(*interval)))
+    # them (a value and its interval to the interval's precision, the ends outwards; other
+    # numbers cleared of a float's artefacts)
+    def number(value, interval=(None, None), rounding="nearest"):
+        halfwidth = interval_halfwidth(*interval)
+        return str(published_value(value, halfwidth=halfwidth, rounding=rounding))
 
     expected = []
     for index, stat in enumerate(statistics):
@@ -194,8 +195,8 @@ def test_no_text_cell_of_a_published_csv_starts_like_a_formula(statistics):
                     "column": escaped(stat["column"] or ""),
                     "category": escaped(category),
                     "value": number(value, (low, high)),
-                    "ci95_low": number(low, (low, high)),
-                    "ci95_high": number(high, (low, high)),
+                    "ci95_low": number(low, (low, high), "down"),
+                    "ci95_high": number(high, (low, high), "up"),
                     "mechanism": escaped(stat["mechanism"]),
                     "epsilon": number(stat["epsilon"]),
                     "delta": number(stat["delta"]),
