@@ -111,7 +111,7 @@ def test_curator_uploads_declares_drafts_previews_and_publishes(
     rows.nth(2).get_by_label("Statistic").select_option("mean")
     rows.nth(2).get_by_label("Column").select_option("age")
     rows.nth(2).get_by_label("Accuracy weight").fill("2")
-    assert rows.nth(2).locator(".share").inner_text() == "0.5000"
+    assert rows.nth(2).locator(".share").inner_text() == "0.5"
     rows.nth(0).get_by_label("Error you can live with").fill("10")
     rows.nth(0).get_by_label("Error you can live with").press("Tab")
     expect(rows.nth(0).locator(".needed")).to_contain_text("needs ε = ")
