@@ -381,15 +381,14 @@ def csv_rounded(row: dict[str, Any], fields: list[str]) -> dict[str, Any]:
     the precision that interval supports (the ends outwards), every other number (ε, δ,
     sensitivity, noise scale, a value without interval) cleared of a float's artefacts.
     Post-processing: the JSON and Parquet files keep every digit."""
-    # Each value field with the two fields of its interval.
-    intervals = {"value": ("ci95_low", "ci95_high")} | {
-        field.removesuffix(CI95_SUFFIXES[0]): (
-            field,
-            field.removesuffix(CI95_SUFFIXES[0]) + CI95_SUFFIXES[1],
-        )
-        for field in fields
-        if field.endswith(CI95_SUFFIXES[0]) and field != "ci95_low"
-    }
+    # Each value field with the two fields of its interval: ``value``, a centroid's ``size``,
+    # then each coordinate's three fields, in the order release_rows writes them (a column may be
+    # named like another's interval field, so names alone cannot tell them apart).
+    coordinates = fields[len(CSV_FIELDS) + len(CSV_CLUSTER_FIELDS) :]
+    intervals = {"value": ("ci95_low", "ci95_high"), "size": ("size_ci95_low", "size_ci95_high")}
+    for start in range(0, len(coordinates) - 2, 3):
+        base, low, high = coordinates[start : start + 3]
+        intervals[base] = (low, high)
     # How each number is rounded: to its interval's half-width; the ends outwards, so that the
     # written interval holds the computed one.
     how: dict[str, dict[str, Any]] = {}
