@@ -31,6 +31,7 @@ from privacy_engine.guidance import (
     RELEASES_FACTOR,
     suggest_starting_point,
 )
+from privacy_engine.presentation import format_significant
 from privacy_engine.translation import group_privacy
 from releases import selectors
 from releases.forms import (
@@ -767,7 +768,8 @@ def accuracy_sentence(entry: dict, declared_size: int | None) -> str:
         return "Published exactly: the number of records is public under this definition."
     if half is None:
         return "Declare an approximate number of records to see how accurate this mean will be."
-    amount = f"{half:,.0f}" if half >= 10 else f"{half:,.2f}"
+    # Whole units from 10 up (±2,996); below, two significant digits (±0.0042, not ±0.00).
+    amount = f"{half:,.0f}" if half >= 10 else format_significant(half, significant=2)
     what = {
         "count": "the published count is within ±{} of the true count",
         "histogram": "each published bar is within ±{} of its true count",

@@ -556,6 +556,10 @@ class TranslateSerializer(serializers.Serializer):
     group_size = serializers.IntegerField()
     group_epsilon = serializers.FloatField(help_text="The group's ε")
     group_delta = serializers.FloatField(help_text="The group's δ")
+    group_epsilon_text = serializers.CharField(help_text="The group's ε as pages write it (0.25)")
+    group_delta_text = serializers.CharField(
+        help_text="The group's δ as pages write it (1.3 × 10⁻⁹)"
+    )
     prior = serializers.FloatField()
     posterior = serializers.FloatField(help_text="The bound on the posterior probability")
 

@@ -29,6 +29,7 @@ from privacy_engine import (
     truth_probability_to_epsilon,
 )
 from privacy_engine.guidance import HARM_EPSILON, RELEASES_FACTOR, suggest_starting_point
+from privacy_engine.presentation import format_delta, format_epsilon
 from releases import selectors
 from releases.apis import responses
 from releases.apis.approvals import approval_data
@@ -717,6 +718,9 @@ class TranslateApi(APIView):
                 "group_size": group_size,
                 "group_epsilon": group_epsilon,
                 "group_delta": group_delta,
+                # As the pages write them (1.3 × 10⁻⁹), for scripts that show them.
+                "group_epsilon_text": format_epsilon(group_epsilon),
+                "group_delta_text": format_delta(group_delta),
                 "prior": prior,
                 "posterior": posterior,
             }

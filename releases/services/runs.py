@@ -55,6 +55,7 @@ from privacy_engine import (
     synthetic_table,
 )
 from privacy_engine.engines import EngineChoice
+from privacy_engine.presentation import interval_halfwidth, published_value
 from releases.models import (
     MICRODATA_PREFIX,
     LedgerEntry,
@@ -369,10 +370,45 @@ def release_rows(statistics: list[dict[str, Any]]) -> tuple[list[str], list[dict
     return fields, rows
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | Decimal) and not isinstance(value, bool)
+
+
+def csv_rounded(row: dict[str, Any], fields: list[str]) -> dict[str, Any]:
+    """A row of the CSV file with its numbers as people read them (the engine's
+    ``published_value``): each value and the ends of its 95% interval (``value`` with
+    ``ci95_low`` and ``ci95_high``; a centroid's ``size`` or coordinate with its own) rounded to
+    the precision that interval supports (the ends outwards), every other number (ε, δ,
+    sensitivity, noise scale, a value without interval) cleared of a float's artefacts.
+    Post-processing: the JSON and Parquet files keep every digit."""
+    # Each value field with the two fields of its interval: ``value``, a centroid's ``size``,
+    # then each coordinate's three fields, in the order release_rows writes them (a column may be
+    # named like another's interval field, so names alone cannot tell them apart).
+    coordinates = fields[len(CSV_FIELDS) + len(CSV_CLUSTER_FIELDS) :]
+    intervals = {"value": ("ci95_low", "ci95_high"), "size": ("size_ci95_low", "size_ci95_high")}
+    for start in range(0, len(coordinates) - 2, 3):
+        base, low, high = coordinates[start : start + 3]
+        intervals[base] = (low, high)
+    # How each number is rounded: to its interval's half-width; the ends outwards, so that the
+    # written interval holds the computed one.
+    how: dict[str, dict[str, Any]] = {}
+    for base, (low, high) in intervals.items():
+        halfwidth = interval_halfwidth(row.get(low), row.get(high))
+        how[base] = {"halfwidth": halfwidth}
+        how[low] = {"halfwidth": halfwidth, "rounding": "down"}
+        how[high] = {"halfwidth": halfwidth, "rounding": "up"}
+    return {
+        field: published_value(value, **how.get(field, {})) if _is_number(value) else value
+        for field, value in row.items()
+    }
+
+
 def release_csv(statistics: list[dict[str, Any]]) -> bytes:
     """The published CSV file of one version (:func:`release_rows`), every text cell escaped
-    against spreadsheet formulas."""
+    against spreadsheet formulas and every number rounded as people read it
+    (:func:`csv_rounded`)."""
     fields, rows = release_rows(statistics)
+    rows = [csv_rounded(row, fields) for row in rows]
     out = io.StringIO()
     # CRLF (RFC 4180) makes the writer quote any cell holding a CR or LF, so a name with a line
     # break can never split a row.

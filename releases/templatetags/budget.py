@@ -2,7 +2,12 @@ from decimal import Decimal
 
 from django import template
 
+from releases.templatetags import numbers
+
 register = template.Library()
+# The number filters, so that a template loading this library writes ε and δ as every page does.
+for _name in ("epsilon", "delta", "exact", "published", "magnitude"):
+    register.filter(_name, numbers.register.filters[_name])
 
 
 @register.inclusion_tag("partials/budget_bar.html")
@@ -22,12 +27,6 @@ def budget_bar(budget) -> dict:
         # Where the remaining part starts: after the spent and reserved ones, as drawn.
         "remaining_from": f"{Decimal(spent) + Decimal(reserved):.1f}",
     }
-
-
-@register.filter
-def epsilon(value) -> str:
-    """An ε amount without trailing zeros (0.500000000000 → 0.5)."""
-    return format(Decimal(value).normalize(), "f")
 
 
 @register.filter

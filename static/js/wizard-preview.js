@@ -6,22 +6,49 @@ function plotlyText(s) {
 }
 
 // Plots the expected error of each statistic against the release's ε (computed by the engine).
+// Lines differ by dash and marker as well as colour (readable in grey and by people who do not
+// tell colours apart), and the log axes carry one labelled tick per power of ten (D2: 1, 2 and 5 for a
+// range of up to two decades), so their labels never overlap.
 (function () {
   "use strict";
   var source = document.getElementById("error-chart-data");
   var target = document.getElementById("error-chart");
   if (!source || !target || !window.Plotly) { return; }
   var chart = JSON.parse(source.textContent);
-  var traces = chart.series.map(function (series) {
-    return { type: "scatter", mode: "lines", name: plotlyText(series.name), x: series.x, y: series.y };
+  var dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"];
+  var symbols = ["circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down"];
+  var colours = ["#2457c5", "#c0392b", "#1e8449", "#8e44ad", "#c77700", "#1d2430"];
+  var low = Infinity, high = 0;
+  var traces = chart.series.map(function (series, index) {
+    series.y.forEach(function (y) { if (y > 0) { low = Math.min(low, y); high = Math.max(high, y); } });
+    return {
+      type: "scatter",
+      mode: "lines+markers",
+      name: plotlyText(series.name),
+      x: series.x,
+      y: series.y,
+      line: { dash: dashes[index % dashes.length], color: colours[index % colours.length], width: 2 },
+      // A marker on every fourth point: enough to tell the lines apart where they overlap.
+      marker: { symbol: symbols[index % symbols.length], size: 8, maxdisplayed: 8 },
+      hovertemplate: plotlyText(series.name) + ": ε %{x:.3g} → error %{y:.3g}<extra></extra>"
+    };
   });
+  // Labels at every power of ten; over a narrow range, at 1, 2 and 5 times it (D2 ticks).
+  function logAxis(title, from, to) {
+    var decades = Math.log10(to / from);
+    return { title: { text: title }, type: "log", dtick: decades > 2 ? 1 : "D2",
+             tickformat: decades > 2 ? "~s" : "~g", exponentformat: "power", showgrid: true };
+  }
   window.Plotly.newPlot(target, traces, {
-    margin: { t: 20, r: 10, b: 50, l: 60 },
-    xaxis: { title: { text: "ε of the whole release" }, type: "log" },
-    yaxis: { title: { text: "expected absolute error" }, type: "log" },
+    margin: { t: 20, r: 10, b: 60, l: 70 },
+    xaxis: logAxis("ε of the whole release (log scale)", chart.series.length ? chart.series[0].x[0] : 0.1,
+                   chart.series.length ? chart.series[0].x[chart.series[0].x.length - 1] : 10),
+    yaxis: logAxis("expected absolute error (log scale)", low > 0 && isFinite(low) ? low : 1, high > 0 ? high : 10),
     shapes: [{ type: "line", x0: chart.epsilon, x1: chart.epsilon, yref: "paper", y0: 0, y1: 1,
-               line: { dash: "dot", color: "#1d2430" } }],
-    legend: { orientation: "h", y: -0.25 }
+               line: { dash: "dot", color: "#1d2430", width: 1 } }],
+    annotations: [{ x: Math.log10(chart.epsilon), yref: "paper", y: 1, text: "this release's ε",
+                    showarrow: false, yanchor: "bottom", font: { size: 11 } }],
+    legend: { orientation: "h", y: -0.3 }
   }, { responsive: true, displaylogo: false });
 }());
 

@@ -32,6 +32,8 @@
   }
 
   function percent(x) { return (100 * x).toFixed(2) + "%"; }
+  // ε to four significant digits without trailing zeros (0.5, 0.3333), as the pages write it.
+  function short(x) { return String(Number(x.toPrecision(4))); }
 
   var groupInput = document.getElementById("group-size");
   var groupView = document.getElementById("group-view");
@@ -47,8 +49,8 @@
     if (withDelta) { params.delta = deltaInput.value; }
     translate(params).then(function (result) {
       groupView.textContent = "A group of " + result.group_size + " is protected at ε = " +
-        result.group_epsilon.toFixed(4) +
-        (withDelta ? ", δ = " + result.group_delta.toPrecision(3) : "") + ".";
+        result.group_epsilon_text +
+        (withDelta ? ", δ = " + result.group_delta_text : "") + ".";
     }).catch(function () {});
   }
 
@@ -58,11 +60,11 @@
       " sure (from " + percent(result.prior) + "), whatever they knew before.";
     var left = remaining - result.epsilon;
     budgetView.textContent = left >= 0
-      ? "This release leaves ε = " + left.toFixed(4) + " of the " + remaining.toFixed(4) + " remaining."
-      : "This release needs more than the remaining ε = " + remaining.toFixed(4) + ": it would be refused.";
+      ? "This release leaves ε = " + short(left) + " of the " + short(remaining) + " remaining."
+      : "This release needs more than the remaining ε = " + short(remaining) + ": it would be refused.";
     budgetView.className = left >= 0 ? "" : "bad";
     translate({ epsilon: String(committed + result.epsilon) }).then(function (total) {
-      cumulativeView.textContent = "All releases of this dataset together (ε = " + total.epsilon.toFixed(4) +
+      cumulativeView.textContent = "All releases of this dataset together (ε = " + short(total.epsilon) +
         ") keep a truthful answer about one person at p ≤ " + total.truth_probability.toFixed(5) + ".";
     });
   }

@@ -54,7 +54,7 @@
       return;
     }
     rows.forEach(function (row, i) {
-      row.querySelector(".share").textContent = sum > 0 ? (epsilon * weights[i] / sum).toFixed(4) : "—";
+      row.querySelector(".share").textContent = sum > 0 ? String(Number((epsilon * weights[i] / sum).toPrecision(4))) : "—";
     });
   }
 
@@ -192,7 +192,7 @@
       var mine = all[rows.indexOf(row)];
       var release = mine > 0 ? needed * total / mine : needed;
       out.textContent = needed === 0 ? "exact at no cost" :
-        "needs ε = " + needed.toPrecision(3) + " alone; release ε = " + release.toPrecision(3) + " with these weights";
+        "needs ε = " + String(Number(needed.toPrecision(3))) + " alone; release ε = " + String(Number(release.toPrecision(3))) + " with these weights";
     });
   });
 }());

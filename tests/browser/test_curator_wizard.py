@@ -1,5 +1,6 @@
 """A curator walks the whole path in a real browser, with a real Celery worker publishing."""
 
+import itertools
 import os
 
 import pytest
@@ -99,7 +100,7 @@ def test_curator_uploads_declares_drafts_previews_and_publishes(
     page.get_by_label("ε for this release").fill("1")
     wait_until(page, "document.getElementById('id_truth_probability').value === '0.73106'")
     assert "at most" in page.inner_text("#odds-view")
-    expect(page.locator("#group-view")).to_contain_text("A group of 2 is protected at ε = 2.0000")
+    expect(page.locator("#group-view")).to_contain_text("A group of 2 is protected at ε = 2.")
     screenshot(page, "wizard-privacy")
     page.get_by_role("button", name="Save and choose statistics →").click()
 
@@ -112,7 +113,7 @@ def test_curator_uploads_declares_drafts_previews_and_publishes(
     rows.nth(2).get_by_label("Statistic").select_option("mean")
     rows.nth(2).get_by_label("Column").select_option("age")
     rows.nth(2).get_by_label("Accuracy weight").fill("2")
-    assert rows.nth(2).locator(".share").inner_text() == "0.5000"
+    assert rows.nth(2).locator(".share").inner_text() == "0.5"
     rows.nth(0).get_by_label("Error you can live with").fill("10")
     rows.nth(0).get_by_label("Error you can live with").press("Tab")
     expect(rows.nth(0).locator(".needed")).to_contain_text("needs ε = ")
@@ -122,6 +123,20 @@ def test_curator_uploads_declares_drafts_previews_and_publishes(
     # then the preview explains accuracy and charts error against ε
     page.wait_for_selector("#error-chart .main-svg")
     assert "With 95% probability the published count is within ±" in page.inner_text("#preview")
+    # and its lines differ by dash and marker, not colour alone, and no two axis labels overlap
+    styles = page.evaluate(
+        "Array.from(document.getElementById('error-chart').data,"
+        " t => t.line.dash + ' ' + t.marker.symbol)"
+    )
+    assert len(set(styles)) == len(styles) == 3
+    for ticks in ("xtick", "ytick"):
+        boxes = page.evaluate(
+            f"Array.from(document.querySelectorAll('#error-chart .{ticks} text'), e => {{"
+            " const r = e.getBoundingClientRect(); return [r.left, r.right, r.top, r.bottom]; })"
+        )
+        assert len(boxes) >= 2
+        for a, b in itertools.combinations(boxes, 2):
+            assert a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2], (ticks, a, b)
     screenshot(page, "wizard-preview")
     release = Release.objects.get(title="Clinic statistics 2026")
     assert release.status == Release.Status.DRAFT

@@ -117,6 +117,8 @@ def test_translate_gives_group_privacy_with_delta(anonymous_client):
     # then (c·ε, c·e^{(c−1)ε}·δ)
     assert body["group_epsilon"] == pytest.approx(0.3)
     assert body["group_delta"] == pytest.approx(3 * math.exp(0.2) * 1e-6)
+    # and, for the page's script, as the pages write them
+    assert (body["group_epsilon_text"], body["group_delta_text"]) == ("0.3", "3.7 × 10⁻⁶")
 
 
 def test_translate_refuses_a_fractional_group_naming_the_field(anonymous_client):

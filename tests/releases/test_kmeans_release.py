@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from privacy_engine.presentation import interval_halfwidth, published_interval, published_value
 from releases.models import NoisyAnswer, Release
 from releases.services import runs
 from releases.services.datasets import dataset_create, dataset_schema_update
@@ -218,11 +219,14 @@ def test_the_csv_writes_a_row_per_centroid_and_stays_rectangular(mixed, anonymou
         assert int(record["size"]) == row["size"]
         assert [int(record["size_ci95_low"]), int(record["size_ci95_high"])] == interval["size"]
         for column in "rgb":
-            assert float(record[column]) == row[column]
+            # Rounded to the precision of the coordinate's interval, its ends outwards.
+            low, high = interval[column]
+            halfwidth = interval_halfwidth(low, high)
+            assert record[column] == str(published_value(row[column], halfwidth=halfwidth))
             assert [
-                float(record[f"{column}_ci95_low"]),
-                float(record[f"{column}_ci95_high"]),
-            ] == interval[column]
+                record[f"{column}_ci95_low"],
+                record[f"{column}_ci95_high"],
+            ] == [str(end) for end in published_interval(low, high)]
         assert record["mechanism"] == "laplace+geometric"
         assert float(record["epsilon"]) == pytest.approx(1.5)
     # The other kinds' rows fill the usual columns and leave the centroid ones empty.
@@ -469,9 +473,9 @@ def test_coordinate_columns_never_repeat_a_header():
         "centroid_x_ci95_low_ci95_high",
     ]
     assert [row["size"] for row in rows] == ["10", "0"]
-    assert [row["centroid_value"] for row in rows] == ["-1.5", "2.0"]
-    assert [row["x_ci95_low"] for row in rows] == ["-3.0", "0.0"]
-    assert [row["centroid_x_ci95_low_ci95_high"] for row in rows] == ["0.5", "4.0"]
+    assert [row["centroid_value"] for row in rows] == ["-1.5", "2"]
+    assert [row["x_ci95_low"] for row in rows] == ["-3", "0"]
+    assert [row["centroid_x_ci95_low_ci95_high"] for row in rows] == ["0.5", "4"]
 
 
 def test_two_kmeans_statistics_share_a_column_and_names_like_formulas_are_escaped():

@@ -796,10 +796,10 @@ def test_statistics_page_lists_the_current_queries_with_their_epsilon_share(clie
     assert '<option value="histogram" selected>' in rows[1]
     assert '<option value="sex" selected>' in rows[1]
     assert [re.search(r'<td class="share"[^>]*>([^<]*)</td>', r).group(1) for r in rows] == [
-        "0.1000",
-        "0.1000",
-        "0.1000",
-        "0.2000",
+        "0.1",
+        "0.1",
+        "0.1",
+        "0.2",
     ]
     assert '<input type="hidden" name="stat-TOTAL_FORMS" value="4"' in page
 
@@ -873,8 +873,8 @@ def test_confirm_page_states_what_the_release_spends(client, curator, draft):
         "It will be charged ε = 0.5 to the dataset's budget (differential privacy), "
         "leaving ε = 0.5." in page
     )
-    assert "<li>Count of records: geometric noise, ε = 0.1000</li>" in page
-    assert "<li>Mean of age: laplace+geometric noise, ε = 0.2000</li>" in page
+    assert "<li>Count of records: geometric noise, ε = 0.1</li>" in page
+    assert "<li>Mean of age: laplace+geometric noise, ε = 0.2</li>" in page
 
 
 def test_confirm_submits_publishes_and_redirects_to_the_status_page(
@@ -1143,10 +1143,10 @@ def test_version_page_shows_statistics_downloads_and_the_guarantee(client, publi
     charts = json_script(page, "chart-data")
     assert [(chart["id"], chart["labels"]) for chart in charts] == [("chart-1", ["F", "M"])]
     assert re.findall(r"<small>(Mechanism [^·]+· ε = [^·]+· sensitivity [^ ]+) ", page) == [
-        "Mechanism geometric · ε = 0.1000 · sensitivity 1",
-        "Mechanism geometric · ε = 0.1000 · sensitivity 1",
-        "Mechanism laplace · ε = 0.1000 · sensitivity 100",
-        "Mechanism laplace+geometric · ε = 0.2000 · sensitivity 100",
+        "Mechanism geometric · ε = 0.1 · sensitivity 1",
+        "Mechanism geometric · ε = 0.1 · sensitivity 1",
+        "Mechanism laplace · ε = 0.1 · sensitivity 100",
+        "Mechanism laplace+geometric · ε = 0.2 · sensitivity 100",
     ]
 
 

@@ -360,7 +360,7 @@ def test_the_page_discloses_every_stages_epsilon_sensitivity_scale_and_interval(
     assert parts[0]["role"] == "each column's counts"
     assert parts[-1]["role"] == "the chosen pairs' counts"
     assert sum(p["epsilon"] for p in parts) == pytest.approx(statistic["epsilon"])
-    assert "each column&#x27;s counts: geometric, ε = 0.6000, sensitivity 3" in html
+    assert "each column&#x27;s counts: geometric, ε = 0.6, sensitivity 3" in html
     assert "95% of one noisy count within ±" in html
 
 
