@@ -17,6 +17,7 @@ from releases.services.approvals import dataset_approval_requirement_set
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.ledger import budget_increase_request
 from releases.services.releases import release_draft_create, release_submit
+from releases.services.versions import release_withdraw
 from tests.browser.conftest import wait_until
 from tests.conftest import CLINIC_CSV_CRLF, CLINIC_SCHEMA, csv_upload, make_user
 from tests.url_patterns import every_route
@@ -103,11 +104,19 @@ def _publish(curator, dataset, *, epsilon: float, queries: list[dict], series=No
     return Release.objects.get(pk=draft.pk)
 
 
+# Statistics whose pages have more to show: a range tool, quantiles.
+MORE_PRODUCTS = [
+    {"kind": "range_histogram", "column": "age", "bins": 20},
+    {"kind": "quantile", "column": "age", "quantiles": [0.25, 0.5, 0.75]},
+]
+
+
 @pytest.fixture
 def product(settings, tmp_path):
-    """Every state of every page: a dataset with two published versions of a series, a failed,
-    a queued and an awaiting-approval release, a draft, a pending budget increase; a dataset
-    whose schema is not declared yet and one still converting."""
+    """Every state of every page: a dataset with two published versions of a series (the first
+    withdrawn), a failed, a queued and an awaiting-approval release, an ε-DP and a Blowfish
+    draft, a pending budget increase; a dataset whose schema is not declared yet, one still
+    converting and one whose upload failed."""
     curator = make_user("curator1", "curator")
     officer = make_user("officer1", "compliance")
     dataset = dataset_create(
@@ -120,10 +129,11 @@ def product(settings, tmp_path):
         curator,
         dataset,
         epsilon=0.8,
-        queries=[*queries, {"kind": "mean", "column": "age"}],
+        queries=[*queries, *MORE_PRODUCTS],
         series=first.series.slug,
     )
     assert (first.status, second.version) == (Release.Status.PUBLISHED, 2)
+    release_withdraw(release=first, user=curator, reason="A coding error in the sex column.")
 
     # A signing key the worker cannot use fails the release (a real failure, with its reason).
     key = Path(settings.SIGNING_KEY_PATH)
@@ -169,7 +179,18 @@ def product(settings, tmp_path):
         dataset=dataset,
         title="Clinic draft",
         definition={"kind": "pure_dp", "epsilon": 0.5},
-        queries=[*queries, {"kind": "sum", "column": "visits"}],
+        queries=[*queries, *MORE_PRODUCTS],
+    )
+    blowfish = release_draft_create(
+        user=curator,
+        dataset=dataset,
+        title="Clinic Blowfish draft",
+        definition={
+            "kind": "blowfish",
+            "epsilon": 0.5,
+            "policy": {"graph": "distance_threshold", "column": "age", "theta": 5},
+        },
+        queries=[{"kind": "sum", "column": "age"}],
     )
     budget_increase_request(
         dataset=dataset, user=curator, epsilon="1", reason="A second survey wave."
@@ -185,6 +206,15 @@ def product(settings, tmp_path):
         budget_epsilon="1",
     )
     Dataset.objects.filter(pk=converting.pk).update(status=Dataset.Status.PROCESSING)
+    refused = dataset_create(
+        owner=curator,
+        name="Clinic refused",
+        upload=csv_upload(b"a,b\n3,4\n", name="refused.csv"),
+        budget_epsilon="1",
+    )
+    Dataset.objects.filter(pk=refused.pk).update(
+        status=Dataset.Status.FAILED, failure_reason="Row 3 is blank."
+    )
     return {
         "dataset": dataset,
         "first": first,
@@ -192,6 +222,8 @@ def product(settings, tmp_path):
         "queued": queued,
         "awaiting": awaiting,
         "draft": draft,
+        "blowfish": blowfish,
+        "refused": refused,
         "undeclared": undeclared,
         "converting": converting,
     }
@@ -223,7 +255,7 @@ def test_every_page_has_no_serious_or_critical_accessibility_violation(
     visit("/")
     visit("/catalog/")
     visit(f"/catalog/{slug}/v1/", "#chart-1 .main-svg")
-    visit(f"/catalog/{slug}/v2/", "#chart-1 .main-svg")
+    visit(f"/catalog/{slug}/v2/", "#chart-3 .main-svg")
     visit(f"/catalog/{slug}/v1/card/")
     visit(f"/catalog/{slug}/diff/")
     visit("/api/docs/", ".swagger-ui .info")
@@ -243,6 +275,7 @@ def test_every_page_has_no_serious_or_critical_accessibility_violation(
     scan()  # the raw-data deletion refused for want of a reason and the confirmation
     visit(f"/datasets/{product['undeclared'].pk}/")
     visit(f"/datasets/{product['converting'].pk}/")
+    visit(f"/datasets/{product['refused'].pk}/")
     visit(f"/datasets/{dataset.pk}/ledger/", "#ledger-chart .main-svg")
     page.locator("#budget-increase-form").get_by_role("button").click()  # with its errors
     scan()
@@ -250,6 +283,7 @@ def test_every_page_has_no_serious_or_critical_accessibility_violation(
     visit(f"/releases/{draft.pk}/privacy/")
     wait_until(page, "document.getElementById('odds-view').textContent.includes('at most')")
     scan()
+    visit(f"/releases/{product['blowfish'].pk}/privacy/", "#distance-chart .main-svg")
     visit(f"/releases/{draft.pk}/statistics/", ".share")
     visit(f"/releases/{draft.pk}/preview/", "#error-chart .main-svg")
     visit(f"/releases/{draft.pk}/confirm/")
