@@ -449,7 +449,12 @@ def test_a_curator_completes_the_wizard_with_the_keyboard_alone(page, live_serve
     page.keyboard.type("pw-test-12345")
     page.keyboard.press("Enter")
     page.wait_for_url(f"{live_server.url}/")
-    page.goto(f"{live_server.url}/datasets/{dataset.pk}/")
+    tab_to(page, "a[href='/datasets/']")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{live_server.url}/datasets/")
+    tab_to(page, f"a[href='/datasets/{dataset.pk}/']")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{live_server.url}/datasets/{dataset.pk}/")
     tab_to(page, f"a[href='/datasets/{dataset.pk}/releases/new/']")
     page.keyboard.press("Enter")
 
