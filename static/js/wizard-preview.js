@@ -67,7 +67,8 @@ function plotlyText(s) {
     var target = document.createElement("div");
     target.className = "chart";
     target.id = "simulated-" + index;
-    target.setAttribute("role", "img");
+    // A figure, not an image: Plotly puts buttons (its mode bar) inside, which an image hides.
+    target.setAttribute("role", "figure");
     target.setAttribute("aria-label", "Simulated " + title + " before and after noise");
     container.appendChild(target);
     var labels, truth, noisy, minus, plus;

@@ -114,7 +114,7 @@ def test_wrong_password_re_renders_with_an_error_and_is_audited(client, curator)
     # then
     assert response.status_code == 200
     page = response.content.decode()
-    assert f'<ul class="errorlist" role="alert"><li>{BAD_CREDENTIALS}</li></ul>' in page
+    assert f'<div role="alert"><ul class="errorlist"><li>{BAD_CREDENTIALS}</li></ul></div>' in page
     assert 'name="username" id="id_username" autocomplete="username" required value="curator1"' in (
         page
     )

@@ -188,7 +188,7 @@ def test_upload_page_shows_the_409_as_an_error_with_a_confirm_box_and_keeps_the_
     # then
     assert response.status_code == 200
     page = response.content.decode()
-    assert '<ul class="errorlist" role="alert" id="duplicate-upload">' in page
+    assert '<div role="alert" id="duplicate-upload"><ul class="errorlist">' in page
     assert f"your dataset #{first.pk} “Clinic 2024”" in page
     assert 'type="checkbox" name="confirm_new_budget"' in page
     assert 'name="name" value="Clinic 2025"' in page

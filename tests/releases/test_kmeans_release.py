@@ -269,7 +269,7 @@ def test_the_public_page_shows_the_clusters_table_and_chart(mixed, anonymous_cli
         "What was clustered: the records' values of r, g and b, grouped into 3 clusters by "
         "4 iterations of private k-means" in text
     )
-    assert '<div id="chart-1" class="chart" role="img"' in section
+    assert '<div id="chart-1" class="chart" role="figure"' in section
     assert '<th scope="col">Size</th><th scope="col">r</th>' in section
     rows = re.findall(r"<tr><th scope=\"row\">(\d+)</th>(.*?)</tr>", section)
     assert [int(cluster) for cluster, _ in rows] == [1, 2, 3]

@@ -66,9 +66,10 @@ def publish(capture, user, dataset, **draft_kwargs) -> Release:
 
 
 def field_blocks(page: str) -> dict[str, tuple[str, str]]:
-    """The ``partials/field.html`` blocks by input name: (class attribute, inner HTML)."""
+    """The ``partials/field.html`` blocks by input name: (class attribute, inner HTML). The
+    partial's closing tag starts its line (its errors are in a div of their own)."""
     blocks = {}
-    for classes, inner in re.findall(r'<div class="(field[^"]*)">(.*?)</div>', page, re.DOTALL):
+    for classes, inner in re.findall(r'<div class="(field[^"]*)">(.*?)\n</div>', page, re.DOTALL):
         name = re.search(r'name="([^"]+)"', inner)
         if name:
             blocks[name.group(1)] = (classes, inner)
@@ -406,7 +407,7 @@ def test_bad_upload_re_renders_with_the_error_at_its_field_and_creates_nothing(
     blocks = field_blocks(page_of(response))
     classes, inner = blocks[field]
     assert classes == "field has-error"
-    assert f'<ul class="errorlist" role="alert"><li>{message}</li></ul>' in inner
+    assert f'<div role="alert"><ul class="errorlist"><li>{message}</li></ul></div>' in inner
     assert [name for name, (cls, _) in blocks.items() if cls != "field"] == [field]
     assert Dataset.objects.count() == 0
     assert AuditEvent.objects.count() == events_before
@@ -1260,8 +1261,8 @@ def test_audit_page_with_an_impossible_since_shows_an_error_and_all_events(
     assert response.status_code == 200
     page = page_of(response)
     assert (
-        '<ul class="errorlist" role="alert"><li>Since must be an ISO-8601 date and time.</li>'
-        "</ul>" in page
+        '<div role="alert"><ul class="errorlist"><li>Since must be an ISO-8601 date and time.</li>'
+        "</ul></div>" in page
     )
     assert len(audit_rows(page)) == AuditEvent.objects.count()
 
