@@ -41,6 +41,7 @@ NOT_PAGES = {
     "budget-increase-reject": "POST only; redirects to the ledger",
     "dataset-raw-delete": "POST only; its refusal is the dataset page, crawled with errors",
     "wizard-blowfish-explanation": "JSON for the privacy step's script",
+    "wizard-risk-card": "POST only: the privacy step's risk card, scanned there",
     "release-publish-again": "POST only; redirects to the status page",
     "release-withdraw": "POST only; redirects to the status page",
     "release-new-version": "POST only; redirects to the wizard",
