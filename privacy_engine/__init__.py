@@ -27,6 +27,7 @@ from privacy_engine.definitions import (
     definition_from_dict,
 )
 from privacy_engine.errors import EngineValidationError
+from privacy_engine.guidance import budget_from_questions
 from privacy_engine.kinds.kmeans import KMeans
 from privacy_engine.kinds.randomized_response import microdata_codes
 from privacy_engine.kinds.range_histogram import PublishedRanges, range_answer, range_sum
@@ -52,6 +53,7 @@ from privacy_engine.release import (
     run_queries,
     split_epsilon,
 )
+from privacy_engine.risk import RiskCard, risk_card
 from privacy_engine.schema import (
     MAX_BOUND,
     MAX_CATEGORIES,
@@ -107,12 +109,14 @@ __all__ = [
     "RangePartition",
     "ReleasePlan",
     "ReleaseResult",
+    "RiskCard",
     "Schema",
     "StatisticResult",
     "Sum",
     "SyntheticTable",
     "accuracy_curve",
     "blowfish_refusal",
+    "budget_from_questions",
     "check_declared_size",
     "definition_from_dict",
     "epsilon_for_accuracy",
@@ -135,6 +139,7 @@ __all__ = [
     "range_answer",
     "range_sum",
     "release_stored_table",
+    "risk_card",
     "run_queries",
     "schema_from_dict",
     "sensitivity",
