@@ -159,9 +159,12 @@ def test_the_preview_shows_numbers_with_sensible_precision(
     # then no padded or long decimals in the table, δ in scientific notation, and each kind of
     # number said what it is
     table = page[page.index('<table id="preview">') : page.index("</table>")]
-    assert not LONG_FLOAT.search(table), LONG_FLOAT.findall(table)
-    assert not PADDED.search(table), PADDED.findall(table)
+    technical = page[page.index('id="preview-technical"') :]
+    technical = technical[: technical.index("</details>")]
+    for shown in (table, technical):
+        assert not LONG_FLOAT.search(shown), LONG_FLOAT.findall(shown)
+        assert not PADDED.search(shown), PADDED.findall(shown)
     assert "<td>3.2 × 10⁻¹⁰</td>" in table
     assert "<td>0.125</td>" in table
     assert 'id="preview-terms"' in page
-    assert "noise scale" in page[page.index('id="preview-terms"') :]
+    assert "Noise scale: the spread of the random noise" in technical

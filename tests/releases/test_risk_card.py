@@ -139,3 +139,21 @@ def test_intervals_are_said_to_be_per_value_and_the_true_value_after_the_rules(c
     outside = re.sub(r'<details class="technical">.*?</details>', "", main)
     assert outside.count("computed after these published rules: ") >= 2
     assert "clamped" in outside
+
+
+def test_the_preview_keeps_mechanism_sensitivity_and_noise_scale_in_technical_details(
+    client, curator, dataset
+):
+    draft = make_draft(curator, dataset)
+    client.force_login(curator)
+
+    page = page_of(client.get(f"/releases/{draft.pk}/preview/"))
+
+    technical = page[page.index('<details class="technical" id="preview-technical">') :]
+    technical = technical[: technical.index("</details>")]
+    main_table = page[page.index('<table id="preview">') :]
+    main_table = main_table[: main_table.index("</table>")]
+    assert '<th scope="col">Noise scale</th>' in technical
+    assert technical.count("<tr><td>") == len(draft.queries)
+    assert "Noise scale" not in main_table
+    assert "Mechanism" not in main_table
