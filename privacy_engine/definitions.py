@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from privacy_engine.errors import EngineValidationError, prefix_errors
-from privacy_engine.schema import check_declared_size, finite_float
+from privacy_engine.schema import MAX_BOUND, check_declared_size, finite_float
 
 # A release asking for more than this is almost surely a typo; nothing meaningful is protected.
 MAX_EPSILON = 20.0
@@ -231,10 +231,24 @@ Definition = PureDP | ApproxDP | Blowfish
 DEFINITION_KINDS = ("pure_dp", "approx_dp", "blowfish")
 
 
+# The widest a column's range can be (bounds lie within ±MAX_BOUND): a policy's θ or range width
+# beyond it protects nothing more than the full domain, and only overflows the maths.
+MAX_POLICY_DISTANCE = 2 * MAX_BOUND
+
+
 def _positive_number(value: Any, path: str) -> float:
     number = finite_float(value)
     if number is None or number <= 0:
         raise EngineValidationError.single(path, "must be a number greater than 0")
+    return number
+
+
+def _policy_distance(value: Any, path: str) -> float:
+    number = _positive_number(value, path)
+    if number > MAX_POLICY_DISTANCE:
+        raise EngineValidationError.single(
+            path, f"must be at most {MAX_POLICY_DISTANCE:g}, the widest a column's range can be"
+        )
     return number
 
 
@@ -251,7 +265,7 @@ def policy_from_dict(spec: Any) -> Policy:
         if not isinstance(column, str):
             raise EngineValidationError.single("column", "name the partitioned column")
         if "width" in spec:
-            return RangePartition(column=column, width=_positive_number(spec["width"], "width"))
+            return RangePartition(column=column, width=_policy_distance(spec["width"], "width"))
         groups = spec.get("groups")
         if (
             not isinstance(groups, list)
@@ -265,7 +279,7 @@ def policy_from_dict(spec: Any) -> Policy:
             )
         return CategoricalPartition(column=column, groups=tuple(tuple(g) for g in groups))
     if graph == "distance_threshold":
-        theta = _positive_number(spec.get("theta"), "theta")
+        theta = _policy_distance(spec.get("theta"), "theta")
         if "columns" in spec:
             columns = spec["columns"]
             if (

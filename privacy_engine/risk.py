@@ -34,8 +34,10 @@ from privacy_engine.translation import (
 
 FAMILY_SIZE = 3
 PRIORS = (0.10, 0.50)
-# Distances, in multiples of θ, at which the card shows a distance-threshold policy's protection.
-THETA_MULTIPLES = (0.5, 1, 2, 5, 10)
+# Distances, in multiples of θ, at which the card shows a distance-threshold policy's protection:
+# between whole multiples, where the secret graph's path length (edges join values less than θ
+# apart) and the calibrated mechanism's protection agree on ⌈d/θ⌉·ε.
+THETA_MULTIPLES = (0.5, 1.5, 2.5, 4.5, 9.5)
 
 
 @dataclass(frozen=True)

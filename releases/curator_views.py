@@ -309,7 +309,7 @@ def dataset_page_render(
             "identifier_columns": _person_key_choices(column_forms, unit["person_key"]),
             "unit": unit,
             "group_example": {"size": max(rows_per_person, 3), "epsilon": group_epsilon},
-            "budget_reasons": selectors.dataset_budget_reasons(dataset=dataset),
+            "budget_reasons": dataset.budget_reasons,
             "budget": epsilon,
             "releases": releases,
             "from_data_columns": selectors.dataset_columns_from_data(dataset=dataset),
@@ -574,7 +574,8 @@ def wizard_risk_card(request, dataset_pk: int):
     dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=dataset_pk)
     data = request.POST.copy()
     data.setdefault("title", "untitled")  # the card does not depend on the title
-    form = PrivacyStepForm(data, columns=_usable_columns_of(dataset))
+    refusal = blowfish_refusal(dataset.schema) if dataset.schema else None
+    form = PrivacyStepForm(data, columns=_usable_columns_of(dataset), blowfish_refusal=refusal)
     return render(
         request,
         "partials/risk_card.html",

@@ -135,6 +135,7 @@ class Dataset(models.Model):
     # default ε follows from how often the table will be released.
     harm = models.CharField(max_length=20, blank=True)
     planned_releases = models.CharField(max_length=20, blank=True)
+    budget_reasons = models.JSONField(default=list, blank=True)
     # Fixed by the first submitted release; until then any definition may be chosen.
     ledger_kind = models.CharField(max_length=40, choices=LedgerKind.choices, blank=True)
     # The Blowfish policy of a Blowfish ledger, as JSON.

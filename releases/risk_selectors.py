@@ -1,10 +1,11 @@
 """The risk card (privacy_engine/risk.py) of a draft, a confirmed draft and a published version,
 with the table-wide totals each page may show."""
 
+import dataclasses
 from decimal import Decimal
 from typing import Any
 
-from privacy_engine import EngineValidationError, definition_from_dict, ledger_for
+from privacy_engine import EngineValidationError, PureDP, definition_from_dict, ledger_for
 from privacy_engine.accounting import IncompatibleLedger, Ledger, ledger_charge
 from privacy_engine.definitions import with_default_delta
 from privacy_engine.risk import RiskCard, risk_card
@@ -23,13 +24,23 @@ def _card(
             missing_public = missing_public_columns(schema_from_dict(dataset.schema), definition)
         except EngineValidationError:
             missing_public = []  # no usable schema yet: nothing to add to what is public
-    return risk_card(
+    return _safe_card(
         definition,
         table_epsilon=float(table[0]) if table else None,
         table_delta=float(table[1]) if table else 0.0,
         table_kind=table_kind,
         missing_public=missing_public,
     )
+
+
+def _safe_card(definition, **totals) -> RiskCard:
+    """The card, or, for a stored definition the engine now refuses (one saved before a limit
+    existed), the card without its Blowfish section: a page never fails over its card."""
+    try:
+        return risk_card(definition, **totals)
+    except (EngineValidationError, ValueError, OverflowError):
+        card = risk_card(PureDP(epsilon=definition.epsilon), **totals)
+        return dataclasses.replace(card, definition_kind=definition.kind)
 
 
 def risk_card_for_draft(
@@ -87,6 +98,16 @@ def risk_card_for_version(*, release: Release) -> RiskCard:
         dataset.budget_epsilon, dataset.budget_delta, spent, []
     )
     table = (epsilon_budget.spent, delta_budget.spent) if spent else None
-    return _card(
-        definition_from_dict(release.definition), dataset, table, dataset.ledger_kind or None
-    )
+    try:
+        definition = definition_from_dict(release.definition)
+    except EngineValidationError:
+        # Published before a limit the engine now enforces (e.g. θ beyond any column's range):
+        # its guarantee in ε stands; the card leaves out what it cannot compute.
+        card = _card(
+            PureDP(epsilon=float(release.definition["epsilon"])),
+            dataset,
+            table,
+            dataset.ledger_kind or None,
+        )
+        return dataclasses.replace(card, definition_kind=release.definition["kind"])
+    return _card(definition, dataset, table, dataset.ledger_kind or None)

@@ -18,11 +18,12 @@ from organisations.services import DEFAULT_ORGANISATION_SLUG, organisation_of
 from privacy_engine import PublishedRanges
 from privacy_engine.accounting import ledger_used
 from privacy_engine.footprint import Footprint
-from privacy_engine.guidance import RELEASES_FACTOR, budget_from_questions
+from privacy_engine.guidance import RELEASES_FACTOR
 from releases.models import (
     MICRODATA_PREFIX,
     Dataset,
     LedgerEntry,
+    LedgerKind,
     NoisyAnswer,
     Release,
     ReleaseFile,
@@ -598,22 +599,15 @@ def release_get_for_approval(*, user, pk: int) -> Release | None:
     )
 
 
-def dataset_budget_reasons(*, dataset: Dataset) -> tuple[str, ...]:
-    """Why the dataset's budget is what it is, when it came from the starting-point questions at
-    upload (empty when the curator set it themselves)."""
-    if not (dataset.harm and dataset.planned_releases):
-        return ()
-    return budget_from_questions(
-        harm=dataset.harm, releases=dataset.planned_releases, declared_size=dataset.declared_size
-    ).reasons
-
-
 def dataset_release_epsilon_default(*, dataset: Dataset) -> Decimal | None:
-    """A new release's default ε: the share of the total budget one release takes by the
-    upload's answer to "how often" (half when unanswered), at most what remains; None when
-    nothing remains."""
+    """A new release's default ε under ε-DP: the share of the total budget one release takes by
+    the upload's answer to "how often" (half when unanswered), at most what remains, halved on a
+    Blowfish ledger (which charges an ε-DP release 2ε); None when nothing remains."""
     budget, _ = dataset_budget(dataset)
     if budget.remaining <= 0:
         return None
     share = Decimal(repr(RELEASES_FACTOR.get(dataset.planned_releases, 0.5)))
-    return min(budget.total * share, budget.remaining).normalize()
+    epsilon = min(budget.total * share, budget.remaining)
+    if dataset.ledger_kind == LedgerKind.BLOWFISH:
+        epsilon /= 2
+    return epsilon.normalize()

@@ -289,11 +289,14 @@ def dataset_create(
     answers, answer_errors = _budget_answers(harm, planned_releases)
     errors.update(answer_errors)
     default_epsilon, default_delta = settings.DEFAULT_BUDGET_EPSILON, settings.DEFAULT_BUDGET_DELTA
+    if budget_epsilon not in (None, ""):
+        answers = {}  # the curator set the budget themselves: the answers did not set it
     if answers and "declared_size" not in errors:
-        # The starting-point questions set the budget unless the curator set it themselves.
         suggestion = budget_from_questions(**answers, declared_size=size)
         default_epsilon = repr(suggestion.total_epsilon)
         default_delta = format(suggestion.total_delta, "f")
+        # Kept as they were said at upload: a declared size changed later does not rewrite them.
+        answers["reasons"] = list(suggestion.reasons)
     fields = (
         ("budget_epsilon", budget_epsilon, default_epsilon, False, LEDGER_PLACES),
         ("budget_delta", budget_delta, default_delta, True, DELTA_PLACES),
@@ -381,7 +384,7 @@ def _dataset_store(
     confirmed: bool,
     declared_size: int | None,
     amounts: dict[str, Decimal],
-    answers: dict[str, str],
+    answers: dict[str, Any],
     staged_name: str,
     table_name: str,
     converted: ConvertedTable | None,
@@ -406,6 +409,7 @@ def _dataset_store(
             budget_delta=amounts["budget_delta"],
             harm=answers.get("harm", ""),
             planned_releases=answers.get("releases", ""),
+            budget_reasons=answers.get("reasons", []),
             schema={},
             **(
                 {

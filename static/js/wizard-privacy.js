@@ -234,7 +234,10 @@
     var ticket = ++asked;
     fetch(box.dataset.url, { method: "POST", body: new FormData(form), credentials: "same-origin",
                              headers: { "Accept": "text/html" } })
-      .then(function (response) { return response.ok ? response.text() : Promise.reject(response); })
+      // A redirect is the login page after the session ended: never swap a whole page in.
+      .then(function (response) {
+        return response.ok && !response.redirected ? response.text() : Promise.reject(response);
+      })
       .then(function (html) {
         if (ticket === asked) { box.innerHTML = html; }  // only the latest answer is shown
       }).catch(function () {});

@@ -69,7 +69,7 @@ def test_distance_threshold_protection_grows_with_the_ceiling_of_distance_over_t
     )
 
     by_distance = {p.distance: p.epsilon for p in card.blowfish.protections}
-    assert by_distance == {2.5: 0.5, 5: 0.5, 10: 1.0, 25: 2.5, 50: 5.0}
+    assert by_distance == {2.5: 0.5, 7.5: 1.0, 12.5: 1.5, 22.5: 2.5, 47.5: 5.0}
     assert card.blowfish.theta == 5
     assert any("number of records is public" in line for line in card.blowfish.public)
 
@@ -125,3 +125,20 @@ def test_every_bound_is_a_probability_and_a_group_is_never_better_protected(epsi
     if risk.family is not None:
         assert risk.family.truth_probability >= person.truth_probability
         assert risk.family.delta >= person.delta
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        {"graph": "distance_threshold", "column": "age", "theta": 1e308},
+        {"graph": "partition", "column": "age", "width": 3e15},
+    ],
+)
+def test_a_policy_distance_beyond_any_column_range_is_refused_naming_it(policy):
+    from privacy_engine import EngineValidationError, definition_from_dict
+
+    with pytest.raises(EngineValidationError) as refused:
+        definition_from_dict({"kind": "blowfish", "epsilon": 1, "policy": policy})
+
+    field = "theta" if "theta" in policy else "width"
+    assert any(path.endswith(field) for path in refused.value.errors)

@@ -107,3 +107,46 @@ def test_the_home_page_offers_a_curator_one_obvious_start(client, curator, compl
     assert "publish-statistics" not in anonymous
     assert "publish-statistics" not in compliance
     assert 'href="/audit/">Review the audit trail and budgets</a>' in compliance
+
+
+def test_a_budget_set_by_hand_keeps_no_answers_and_no_reasons(client, curator):
+    client.force_login(curator)
+    upload(client, harm="moderate", planned_releases="few", budget_epsilon="5")
+    dataset = Dataset.objects.get(name="Clinic")
+
+    page = client.get(f"/datasets/{dataset.pk}/").content.decode()
+
+    assert (dataset.harm, dataset.planned_releases, dataset.budget_reasons) == ("", "", [])
+    assert 'id="budget-reasons"' not in page.split("<main", 1)[1].split("budget-custom")[0]
+    assert "Why this budget" not in page
+
+
+def test_the_reasons_stay_as_said_at_upload_when_the_declared_size_changes(client, curator):
+    client.force_login(curator)
+    upload(client, harm="moderate", planned_releases="regularly")
+    dataset = Dataset.objects.get(name="Clinic")
+    said = list(dataset.budget_reasons)
+    dataset.declared_size = 7
+    dataset.save()
+
+    page = client.get(f"/datasets/{dataset.pk}/").content.decode()
+
+    assert said[2] in page  # "… for each of 4 releases on the declared size" at 100 records
+    assert "0.000004 in total" in said[2]
+
+
+def test_on_a_blowfish_ledger_the_default_epsilon_dp_release_fits_its_double_charge(curator):
+    from releases.selectors import dataset_release_epsilon_default
+    from releases.services.datasets import dataset_create
+
+    dataset = dataset_create(
+        owner=curator,
+        name="Clinic",
+        upload=csv_upload(),
+        harm="low",
+        planned_releases="once",
+    )
+    assert dataset_release_epsilon_default(dataset=dataset) == Decimal(2)
+    dataset.ledger_kind = "blowfish"
+
+    assert dataset_release_epsilon_default(dataset=dataset) == Decimal(1)
