@@ -124,6 +124,7 @@ def dataset_upload(request):
                 confirm_new_budget=request.POST.get("confirm_new_budget", ""),
                 harm=request.POST.get("harm"),
                 planned_releases=request.POST.get("planned_releases"),
+                name_from_file=True,
             )
         except ValidationFailed as error:
             form.is_valid()
@@ -206,8 +207,34 @@ def _column_forms(dataset, data=None, initial_schema=None, typed=None):
         form.fields["categories"].widget.attrs["data-column"] = name
         # Said on the page, so that the curator knows why an id-like column starts unused.
         form.preselected_by_name = name not in schema and name_looks_like_identifier(name)
+        # A saved column no statistic can use although it reads as numbers or categories: left
+        # undeclared (or declared an identifier), said on the page with what would publish it.
+        detected = initial_kind(name=name, inferred_kind=column["inferred_kind"])
+        form.undeclared_kind = (
+            detected
+            if spec.get("kind") == "identifier"
+            and name in schema
+            and detected != "identifier"
+            and name != (dataset.schema or {}).get("person_key")
+            else None
+        )
         forms.append((column, form))
     return forms
+
+
+# What a column of each kind needs before a statistic can use it, as the page names it.
+_UNDECLARED_NEEDS = {"numeric": ("bounds", "Numeric"), "categorical": ("categories", "Categorical")}
+
+
+def undeclared_sentence(name: str, kind: str) -> str:
+    """What the dataset page says of a saved column no statistic can use although it reads as
+    ``kind``: ``age: no bounds given, so no statistic can use it — choose Numeric and add them
+    to publish it.``"""
+    needs, label = _UNDECLARED_NEEDS[kind]
+    return (
+        f"{name}: no {needs} given, so no statistic can use it — choose {label} and add them to "
+        "publish it."
+    )
 
 
 def _unit_of_protection(data) -> dict:
@@ -237,8 +264,18 @@ def dataset_detail(request, pk: int):
     elif request.method == "POST" and not locked:
         column_forms = _column_forms(dataset, data=request.POST)
         if all(form.is_valid() for _, form in column_forms):
+            # Columns left with every box of their kind empty are omitted: the service stores
+            # them as identifiers, used by no statistic (the API stays strict: a numeric column
+            # sent without bounds is refused there).
+            undeclared = [
+                (c["name"], f.cleaned_data["kind"])
+                for c, f in column_forms
+                if f.is_left_undeclared()
+            ]
             spec = {
-                "columns": {c["name"]: f.to_spec() for c, f in column_forms},
+                "columns": {
+                    c["name"]: f.to_spec() for c, f in column_forms if not f.is_left_undeclared()
+                },
                 "declared_size": dataset.declared_size,
                 **_unit_of_protection(request.POST),
             }
@@ -259,6 +296,16 @@ def dataset_detail(request, pk: int):
                 messages.error(request, conflict.detail)
             else:
                 messages.success(request, "Schema saved.")
+                if undeclared:
+                    messages.info(
+                        request,
+                        "No statistic can use "
+                        + ", ".join(name for name, _ in undeclared)
+                        + ": no bounds or categories were given for them. Add them on the "
+                        "dataset page to publish them.",
+                    )
+                if request.POST.get("action") == "continue":
+                    return redirect("wizard-start", dataset_pk=dataset.pk)
                 return redirect("dataset-detail", pk=dataset.pk)
     return dataset_page_render(
         request, dataset, locked=locked, column_forms=column_forms, suggestion=suggestion
@@ -303,6 +350,11 @@ def dataset_page_render(
         {
             "dataset": dataset,
             "column_forms": column_forms,
+            "undeclared": [
+                undeclared_sentence(column["name"], form.undeclared_kind)
+                for column, form in column_forms
+                if form.undeclared_kind
+            ],
             "locked": locked,
             "suggestion": suggestion,
             "delta_budget": delta_budget,
@@ -473,6 +525,10 @@ def _privacy_step(request, dataset, release: Release | None):
     if release is not None:
         initial = {"title": release.title, **PrivacyStepForm.initial_from(release.definition)}
     if release is None:
+        # A title to accept or change: the step can be saved with one click.
+        initial["title"] = f"{dataset.name} statistics"[
+            : PrivacyStepForm.base_fields["title"].max_length
+        ]
         default_epsilon = selectors.dataset_release_epsilon_default(dataset=dataset)
         if default_epsilon is not None:
             initial["epsilon"] = float(default_epsilon)
@@ -702,6 +758,67 @@ def _statistic_initial(query: dict) -> dict:
     return initial
 
 
+# The statistics offered in one click per declared column: kinds that need nothing more than
+# the column (its declared categories or bounds).
+QUICK_ADD_KINDS = {"categorical": "histogram", "numeric": "mean"}
+
+
+def _quick_adds(release: Release, chosen: set[tuple[str, str]]) -> list[dict]:
+    """One suggestion per declared categorical or numeric column, in the schema's order,
+    except those already ``chosen`` (kind and column, for the whole table)."""
+    columns = (release.dataset.schema or {}).get("columns", {})
+    suggestions = []
+    for name, spec in columns.items():
+        kind = QUICK_ADD_KINDS.get(spec.get("kind"))
+        if kind is not None and (kind, name) not in chosen:
+            suggestions.append(
+                {"kind": kind, "column": name, "label": f"{STATISTIC_LABELS[kind]} of {name}"}
+            )
+    return suggestions
+
+
+def _chosen_statistics(formset) -> set[tuple[str, str]]:
+    """Kind and column of each row the statistics form shows (posted or saved), not removed and
+    not restricted to groups."""
+    chosen = set()
+    for form in formset.forms:
+        if form.is_bound:
+            value = form.data.get
+            kind, column = value(form.add_prefix("kind")), value(form.add_prefix("column"))
+            if value(form.add_prefix("DELETE")) or form.data.getlist(form.add_prefix("groups")):
+                continue
+        else:
+            kind, column = form.initial.get("kind"), form.initial.get("column")
+            if form.initial.get("groups"):
+                continue
+        if kind and column:
+            chosen.add((kind, column))
+    return chosen
+
+
+def _with_quick_add(release: Release, data):
+    """The posted statistics with the row a suggestion's button adds (the page without
+    scripts), or None when the post is no such click or names no offered suggestion."""
+    kind, _, column = (data.get("quick_add") or "").partition(":")
+    offered = {(s["kind"], s["column"]) for s in _quick_adds(release, set())}
+    total = data.get("stat-TOTAL_FORMS", "")
+    if (kind, column) not in offered or not total.isascii() or not total.isdigit():
+        return None
+    index = int(total)
+    if index >= StatisticFormSet.max_num:
+        return None
+    data = data.copy()
+    data.update(
+        {
+            "stat-TOTAL_FORMS": str(index + 1),
+            f"stat-{index}-kind": kind,
+            f"stat-{index}-column": column,
+            f"stat-{index}-weight": "1",
+        }
+    )
+    return data
+
+
 @curator_required
 def wizard_statistics(request, pk: int):
     release, done = _draft_or_status(request, pk)
@@ -709,8 +826,14 @@ def wizard_statistics(request, pk: int):
         return done
     columns = _usable_columns(release)
     initial = [_statistic_initial(q) for q in release.queries]
+    # A suggestion's button without scripts: the row is added to what was posted and shown
+    # again, nothing saved (as the script adds it in the page).
+    quick_add = request.method == "POST" and "quick_add" in request.POST
+    data = request.POST
+    if quick_add:
+        data = _with_quick_add(release, request.POST) or request.POST
     formset = StatisticFormSet(
-        request.POST or None,
+        data or None,
         initial=initial,
         form_kwargs={
             "columns": columns,
@@ -719,7 +842,7 @@ def wizard_statistics(request, pk: int):
         },
         prefix="stat",
     )
-    if request.method == "POST" and formset.is_valid():
+    if request.method == "POST" and not quick_add and formset.is_valid():
         queries = [q for form in formset if (q := form.to_query()) is not None]
         live_forms = [form for form in formset if form.to_query() is not None]
         try:
@@ -758,6 +881,7 @@ def wizard_statistics(request, pk: int):
             "columns": columns,
             "definition_json": json.dumps(release.definition),
             "numeric_columns": _numeric_columns(release),
+            "quick_adds": _quick_adds(release, _chosen_statistics(formset)),
         }
     )
     return render(request, "curator/wizard_statistics.html", context)

@@ -42,7 +42,12 @@ PLANNED_RELEASES_CHOICES = [
 
 
 class DatasetUploadForm(forms.Form):
-    name = forms.CharField(max_length=200, help_text="Shown to you and to compliance staff.")
+    name = forms.CharField(
+        max_length=200,
+        required=False,
+        help_text="Shown to you and to compliance staff. Leave empty to use the file's name.",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. Labour survey 2026"}),
+    )
     file = forms.FileField(help_text="A CSV file in UTF-8 with a header row.")
     harm = forms.ChoiceField(
         choices=HARM_CHOICES,
@@ -210,6 +215,20 @@ class ColumnSchemaForm(forms.Form):
             # A value left in another kind's (hidden) box is ignored, not refused.
             for name in set(self.fields) - {"kind", *KIND_FIELDS[kind]}:
                 self._errors.pop(name, None)
+
+    def is_left_undeclared(self) -> bool:
+        """Whether a numeric or categorical column was left with every box of its kind empty
+        (no bounds, no categories, nothing else). That is no error: the page saves such a
+        column as used by no statistic, because bounds and categories are public facts only the
+        curator can give, never read from the data. A column with any box of its kind filled was
+        started, and must be complete."""
+        kind = self.cleaned_data.get("kind")
+        if kind not in ("numeric", "categorical"):
+            return False
+        return all(
+            not str(self.data.get(self.add_prefix(field), "")).strip()
+            for field in KIND_FIELDS[kind]
+        )
 
     def to_spec(self) -> dict:
         data = self.cleaned_data

@@ -103,6 +103,17 @@ def _name_errors(name: str) -> list[str]:
     return []
 
 
+def dataset_name_from_file(file_name: str) -> str:
+    """The name a dataset gets from its file when the curator gives none: the file's name
+    without its extension and without what cannot be shown in a name ("survey.csv" →
+    "survey"), at most 200 characters."""
+    base = re.split(r"[\\/]", file_name or "")[-1]
+    stem, dot, _ = base.rpartition(".")
+    stem = stem if dot and stem.strip() else base
+    printable = "".join(c for c in stem if unicodedata.category(c) != "Cc")
+    return printable.strip()[:200]
+
+
 def _declared_size(value: Any) -> int | None:
     """A whole number from 1 to the engine's MAX_ROWS; its text is checked before int() so a
     5,000-digit number costs nothing."""
@@ -266,8 +277,12 @@ def dataset_create(
     confirm_new_budget: Any = False,
     harm: Any = None,
     planned_releases: Any = None,
+    name_from_file: bool = False,
 ) -> Dataset:
     """Validate an upload completely, then store the file and the row in one transaction.
+
+    With ``name_from_file`` (the upload page) a name left empty is taken from the file's name
+    (see :func:`dataset_name_from_file`); the API asks for a name.
 
     Raises :class:`ValidationFailed` with field errors; nothing is created on failure. Bytes
     identical to a stored dataset's raise :class:`DuplicateUpload` (a 409) unless
@@ -276,7 +291,10 @@ def dataset_create(
     """
     errors: dict[str, list[str]] = {}
     name = (name or "").strip()
-    if name_errors := _name_errors(name):
+    if not name and name_from_file and upload is not None:
+        name = dataset_name_from_file(upload.name)
+    # Without a file the page asks for the file alone: its name will do for the dataset's.
+    if (name_errors := _name_errors(name)) and not (name_from_file and upload is None):
         errors["name"] = name_errors
     limit = settings.DATASET_MAX_UPLOAD_BYTES
     if upload is None:

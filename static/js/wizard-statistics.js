@@ -58,24 +58,74 @@
     });
   }
 
-  document.getElementById("add-statistic").addEventListener("click", function () {
+  function addRow() {
     var index = parseInt(total.value, 10);
     var html = template.innerHTML.replace(/__prefix__/g, String(index));
     body.insertAdjacentHTML("beforeend", html);
     total.value = String(index + 1);
-    var weight = body.lastElementChild.querySelector("input[name$='-weight']");
+    var row = body.lastElementChild;
+    var weight = row.querySelector("input[name$='-weight']");
     if (!weight.value) { weight.value = "1"; }
-    showFields(body.lastElementChild);
+    showFields(row);
     updateShares();
+    return row;
+  }
+
+  // One-click suggestions ("+ Histogram of region"): without this script each is a submit
+  // button that adds its row on the server; here it adds the row in the page, and is hidden
+  // while a row of the whole table already has its statistic and column.
+  var suggestions = Array.prototype.slice.call(form.querySelectorAll("button.quick-add"));
+  var suggestionsBox = document.getElementById("quick-adds");
+  var status = document.getElementById("quick-add-status");
+
+  function refreshSuggestions() {
+    var chosen = liveRows().filter(function (row) {
+      var groups = row.querySelector("select[name$='-groups']");
+      return !(groups && groups.selectedOptions.length > 0);
+    }).map(function (row) {
+      return row.querySelector("select[name$='-kind']").value + ":" +
+        row.querySelector("select[name$='-column']").value;
+    });
+    suggestions.forEach(function (button) {
+      button.hidden = chosen.indexOf(button.dataset.kind + ":" + button.dataset.column) >= 0;
+    });
+    if (suggestionsBox) {
+      suggestionsBox.hidden = suggestions.every(function (button) { return button.hidden; });
+    }
+  }
+
+  suggestions.forEach(function (button) {
+    button.type = "button";
+    button.addEventListener("click", function () {
+      var row = addRow();
+      row.querySelector("select[name$='-kind']").value = button.dataset.kind;
+      row.querySelector("select[name$='-column']").value = button.dataset.column;
+      showFields(row);
+      updateShares();
+      refreshSuggestions();
+      if (status) {
+        status.textContent = "Added " + button.textContent.replace(/^\+\s*/, "") +
+          " as statistic " + String(liveRows().length) + ".";
+      }
+      // The clicked button is now hidden: the focus moves on to the next suggestion, or to
+      // the button that saves.
+      var next = suggestions.filter(function (other) { return !other.hidden; })[0] ||
+        document.getElementById("save-statistics");
+      if (next) { next.focus(); }
+    });
   });
+
+  document.getElementById("add-statistic").addEventListener("click", addRow);
   form.addEventListener("input", updateShares);
   form.addEventListener("change", updateShares);
   form.addEventListener("change", function (event) {
     var row = event.target.closest("tr.statistic-row");
     if (row) { showFields(row); }
+    refreshSuggestions();
   });
   Array.prototype.forEach.call(body.querySelectorAll("tr.statistic-row"), showFields);
   updateShares();
+  refreshSuggestions();
 }());
 
 // Accuracy first: asks the engine (through the API) which ε a statistic needs for the error the

@@ -131,19 +131,25 @@ def test_each_column_shows_only_the_fields_of_its_declared_kind(client, curator,
 def test_the_posted_kind_decides_the_fields_shown_again_and_the_other_kinds_values_stay(
     client, curator, dataset
 ):
-    # given sex switched to numeric without bounds: refused
+    # given sex switched to numeric with a lower bound only: refused (a column left with no
+    # bounds at all is saved as used by no statistic: tests/releases/test_guided_path_pages.py)
     client.force_login(curator)
 
     # when
-    response = client.post(f"/datasets/{dataset.pk}/", {**SAVE, "col2-kind": "numeric"})
+    response = client.post(
+        f"/datasets/{dataset.pk}/", {**SAVE, "col2-kind": "numeric", "col2-lower": "0"}
+    )
 
-    # then the numeric boxes show with the error, and the categories typed are still there
+    # then the numeric boxes show with the error at the missing bound, and the categories typed
+    # are still there
     assert response.status_code == 200
     sex = schema_groups(response)["sex"]
     assert shown_fields(sex) == ["lower", "upper", "typical", "fill"]
     assert value_of(sex, "categories") == "F, M"
+    assert value_of(sex, "lower") == "0"
     page = response.content.decode()
-    assert "numeric columns need public bounds" in page
+    assert page.count("numeric columns need public bounds") == 1
+    assert 'id="id_col2-upper_error"' in page
     dataset.refresh_from_db()
     assert dataset.schema["columns"]["sex"]["kind"] == "categorical"
 
