@@ -51,6 +51,8 @@ def test_visitor_finds_release_in_catalog_and_downloads_csv(page, live_server, p
     # then the statistics, the guarantee and a chart are shown
     page.wait_for_selector("#chart-1 .main-svg")
     assert "ε = 0.5" in page.inner_text("#guarantee")
+    for summary in page.locator("details.technical > summary").all():
+        summary.click()  # the mechanisms are behind each statistic's technical details
     assert "Mechanism geometric" in page.inner_text("main")
     screenshot(page, "release-page")
 

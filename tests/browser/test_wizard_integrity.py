@@ -118,5 +118,6 @@ def test_privacy_step_with_a_person_key_offers_no_blowfish_and_says_why(page, li
     page.get_by_label("ε-differential privacy (recommended)").check()
     page.get_by_role("button", name="Save and choose statistics →").click()
     page.wait_for_selector("#statistics-form")
-    assert Release.objects.get().definition == {"kind": "pure_dp", "epsilon": 0.5}
+    # (ε starts at the release's default share: half of the dataset's budget of 2)
+    assert Release.objects.get().definition == {"kind": "pure_dp", "epsilon": 1.0}
     assert page.console_errors == []
