@@ -86,6 +86,9 @@ def walk_to_the_dataset_page(page, steps: InteractionCounter, survey, *, typed_n
     steps.set_input_files(page.get_by_label("File"), str(survey), survey.name)
     steps.click(page.get_by_role("button", name="Upload"), "Upload")
     page.wait_for_selector("#schema-form")
+    # The page's scripts have run (the category boxes become tag editors): a person types after
+    # the page has loaded, and a test as fast as a script must wait as long.
+    page.wait_for_load_state("load")
 
 
 def test_the_default_path_submits_three_statistics_in_at_most_15_interactions(
