@@ -87,12 +87,12 @@ PG_SCRIPT = textwrap.dedent(
 
 
 @pytest.mark.services
-def test_on_postgresql_cells_come_back_in_declared_order(tmp_path):
-    # given a fresh PostgreSQL database
+def test_on_postgresql_cells_come_back_in_declared_order(tmp_path, stacks):
+    # given a fresh PostgreSQL database, migrated (a copy of the session's migrated template)
     from tests.processes import manage, postgres_redis_env
 
     with postgres_redis_env(tmp_path) as env:
-        manage(env, "migrate", "--noinput")
+        stacks.prepare(env)
 
         # when a histogram is released and read back through every path
         output = manage(env, "shell", "-c", PG_SCRIPT)

@@ -53,12 +53,12 @@ SKEW_SCRIPT = textwrap.dedent(
 
 
 @pytest.mark.services
-def test_a_worker_whose_clock_is_behind_keeps_its_claims_on_postgresql(tmp_path):
-    # given a fresh PostgreSQL database
+def test_a_worker_whose_clock_is_behind_keeps_its_claims_on_postgresql(tmp_path, stacks):
+    # given a fresh PostgreSQL database, migrated (a copy of the session's migrated template)
     from tests.processes import manage, postgres_redis_env
 
     with postgres_redis_env(tmp_path) as env:
-        manage(env, "migrate", "--noinput")
+        stacks.prepare(env)
 
         # when / then (in the script)
         output = manage(env, "shell", "-c", SKEW_SCRIPT)

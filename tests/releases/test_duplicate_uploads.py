@@ -305,12 +305,14 @@ PG_SCRIPT = textwrap.dedent(
 
 
 @pytest.mark.services
-def test_on_postgresql_nul_names_are_refused_and_simultaneous_duplicates_serialise(tmp_path):
-    # given a fresh PostgreSQL database
+def test_on_postgresql_nul_names_are_refused_and_simultaneous_duplicates_serialise(
+    tmp_path, stacks
+):
+    # given a fresh PostgreSQL database, migrated (a copy of the session's migrated template)
     from tests.processes import manage, postgres_redis_env
 
     with postgres_redis_env(tmp_path) as env:
-        manage(env, "migrate", "--noinput")
+        stacks.prepare(env)
 
         # when a NUL name, the largest declared size and 8 rounds of two simultaneous uploads
         # of the same bytes run against it

@@ -310,9 +310,12 @@ def test_concurrent_first_uses_in_threads_create_one_key(settings, tmp_path):
 
 FIRST_USE = """
 import os, sys, time
+from pathlib import Path
 from releases.services import signing
-deadline = float(sys.argv[1])
-time.sleep(max(0.0, deadline - time.time()))
+ready, go = Path(sys.argv[1]), Path(sys.argv[2])
+ready.touch()
+while not go.exists():
+    time.sleep(0.001)
 sys.stdout.write(signing.public_key_pem().decode())
 """
 
@@ -327,18 +330,27 @@ def test_concurrent_first_uses_in_processes_create_one_key(tmp_path):
         "SIGNING_KEY_PATH": str(key_path),
         "VAR_DIR": str(tmp_path / "var"),
     }
-    # Every process waits until the same instant after starting up, then uses the key.
-    deadline = str(time.time() + 8)
+    # Every process, once started up, says it is ready and waits for one "go", then uses the
+    # key: all four at once, however long each took to start.
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    ready.mkdir()
     processes = [
         subprocess.Popen(
-            [sys.executable, "-c", FIRST_USE, deadline],
+            [sys.executable, "-c", FIRST_USE, str(ready / str(i)), str(go)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=environment,
             cwd=Path(django_settings.BASE_DIR),
         )
-        for _ in range(4)
+        for i in range(4)
     ]
+    deadline = time.monotonic() + 120
+    while len(list(ready.iterdir())) < len(processes):
+        failed = [p for p in processes if p.poll() is not None]
+        assert not failed, failed[0].communicate()
+        assert time.monotonic() < deadline, "the processes did not start"
+        time.sleep(0.01)
+    go.touch()
     outputs = [process.communicate(timeout=120) for process in processes]
 
     assert [p.returncode for p in processes] == [0, 0, 0, 0], [e for _, e in outputs]
