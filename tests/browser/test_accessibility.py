@@ -32,6 +32,7 @@ FAILING_IMPACTS = {"serious", "critical"}
 # so a page added later is scanned from the day it exists.
 NOT_PAGES = {
     "logout": "POST only; redirects",
+    "set_language": "POST only: the language switcher's form on every page; redirects back",
     "catalog-feed": "an Atom feed (XML), not a page",
     "audit-export": "a CSV download",
     "audit-dataset-approval": "POST only; redirects to the report",
