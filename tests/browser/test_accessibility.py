@@ -487,7 +487,7 @@ def test_a_curator_completes_the_wizard_with_the_keyboard_alone(page, live_serve
     page.keyboard.press("Enter")
     page.wait_for_selector("#summary")
     with broker_without_worker():
-        tab_to(page, "form button[type=submit]:not(.link)")
+        tab_to(page, "main form button[type=submit]")
         page.keyboard.press("Enter")
         page.wait_for_selector("#release-status")
 
