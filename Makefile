@@ -12,7 +12,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
+# The translation catalogues (locale/*/LC_MESSAGES/django.po) compiled to .mo in pure Python
+# (polib, no GNU gettext): build products, never in git, so every install compiles them.
+# DEBUG=1 only so that the settings load without production's secrets; nothing is served.
 install: $(STAMP)
+	DEBUG=1 $(BIN)/python manage.py compile_translations
 
 # DEBUG=1 only here: everywhere else the settings are production's (config/settings.py).
 run: install

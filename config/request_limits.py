@@ -13,6 +13,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
+from django.utils.translation import gettext
 
 from accounts.roles import Role, user_has_role
 
@@ -58,6 +59,8 @@ class RequestBodyLimitMiddleware:
                 {"detail": "The request body is too large.", "errors": {"body": [message]}},
                 status=413,
             )
+        # The page speaks the reader's language; the API keeps its English messages.
+        shown = gettext("must be at most %(limit)s bytes") % {"limit": f"{limit:,}"}
         return TemplateResponse(
-            request, "request_too_large.html", {"message": message}, status=413
+            request, "request_too_large.html", {"message": shown}, status=413
         ).render()

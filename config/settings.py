@@ -125,6 +125,9 @@ MIDDLEWARE = [
     "audit.context.ClientAddressMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The page's language: the switcher's cookie, else the browser's Accept-Language, else
+    # LANGUAGE_CODE; URLs carry no language prefix.
+    "django.middleware.locale.LocaleMiddleware",
     # Before anything reads a body (CsrfViewMiddleware does): refuses one above its route's cap.
     "config.request_limits.RequestBodyLimitMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -230,9 +233,17 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 
-LANGUAGE_CODE = "en-us"
+# English and Simplified Chinese (issue 13). English when nothing the reader sends matches.
+# Catalogues: locale/<language>/LC_MESSAGES/django.po, compiled to .mo by
+# `manage.py compile_translations` (pure Python, polib), which `make install` runs.
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
+# The switcher's cookie: read by the server only, sent on top-level navigations from elsewhere.
+LANGUAGE_COOKIE_HTTPONLY = True
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 USE_TZ = True
 
 STATIC_URL = "static/"
@@ -450,6 +461,7 @@ if not DEBUG:
     # What `manage.py check --deploy` asks of a site served over HTTPS only.
     SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=True)
     CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=True)
+    LANGUAGE_COOKIE_SECURE = SESSION_COOKIE_SECURE
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 24 * 3600)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)

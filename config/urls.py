@@ -1,5 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.decorators.csrf import csrf_exempt
+from django.views.i18n import set_language
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from accounts import views as account_views
@@ -22,6 +24,10 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("accounts/login/", account_views.login_page, name="login"),
     path("accounts/logout/", account_views.logout_page, name="logout"),
+    # The language switcher of every page (templates/base.html). No CSRF token: the form sits on
+    # public pages kept in the shared cache, which must hold no reader's token; a forged post can
+    # only change the language its sender's victim reads, and redirects only within the site.
+    path("i18n/setlang/", csrf_exempt(set_language), name="set_language"),
     path("catalog/", public_cache(views.catalog_list), name="catalog"),
     path(
         "catalog/feed/",

@@ -10,6 +10,7 @@ from releases.apis.versions import release_withdrawal
 from releases.models import ReleaseFile
 from releases.risk_selectors import risk_card_for_version
 from releases.services.signed_metadata import release_metadata_read
+from releases.translations import definition_name, files_translate, statistics_translate
 
 # Cells listed per statistic on the card; a longer one (a large histogram) refers to the files,
 # so the card stays a few pages long.
@@ -23,6 +24,7 @@ def release_card(request, slug: str, version: int):
     metadata = release_metadata_read(release=release)
     planned = {s["position"]: s for s in (metadata or {}).get("statistics", [])}
     statistics = selectors.release_statistics(release=release)
+    statistics_translate(statistics)
     for index, stat in enumerate(statistics):
         stat["ci95_halfwidth"] = planned.get(index, {}).get("ci95_halfwidth")
         rows = stat.get("cell_rows")
@@ -36,12 +38,14 @@ def release_card(request, slug: str, version: int):
             and all(isinstance(end, int | float) for end in interval)
         )
     files = selectors.release_file_links(release=release)
+    files_translate(files)
     signed = {f["format"]: f for f in files}.get(ReleaseFile.Format.METADATA)
     return render(
         request,
         "catalog/card.html",
         {
             "release": release,
+            "definition_name": definition_name(str(release.definition.get("kind", ""))),
             # Said at the top, as on the version's page: the card must not outlive a withdrawal
             # unmarked (a withdrawal starts a new catalog generation, so no cached card does).
             "withdrawal": release_withdrawal(release),

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.contrib.messages import get_messages
 from django.core.cache import cache
 from django.db.models import Count, Max
+from django.utils import translation
 
 from releases.models import Release
 
@@ -68,7 +69,8 @@ CacheKey = Callable[..., Any]
 def public_cache(view: Callable, *, key: CacheKey | None = None) -> Callable:
     """Serve an anonymous GET (or HEAD) of ``view`` from the cache while the catalog is unchanged.
 
-    The key holds the scheme, host and Accept header (links and JSON rendering follow them) and,
+    The key holds the scheme, host, Accept header (links and JSON rendering follow them) and the
+    active language and,
     with ``key``, what the view will answer as ``key(request, **url_arguments)`` describes it
     (parsed values, so that padded, reordered or ignored parameters, leading zeros and garbage
     the view treats alike share one entry); without it, the full path. A cache that fails is
@@ -89,6 +91,9 @@ def public_cache(view: Callable, *, key: CacheKey | None = None) -> Callable:
                 request.scheme,
                 request.get_host(),
                 request.headers.get("Accept", ""),
+                # The page's language (LocaleMiddleware: the switcher's cookie or
+                # Accept-Language): an English page is never served to a Chinese reader.
+                translation.get_language() or "",
                 # Which URL pattern answers: two views whose keys read alike never share entries.
                 match.route if match is not None else request.path_info,
                 asked,

@@ -5,6 +5,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from releases import selectors
@@ -17,8 +18,12 @@ from releases.apis.versions import (
 from releases.curator_views import curator_required, owned_release_get
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.versions import release_new_version, release_withdraw
+from releases.translations import diff_translate, field_problem
 
-DIFF_FIELD_NAMES = {"from": "The earlier version", "to": "The later version"}
+DIFF_FIELD_NAMES = {
+    "from": gettext_lazy("The earlier version"),
+    "to": gettext_lazy("The later version"),
+}
 
 
 def catalog_diff(request, slug: str):
@@ -41,11 +46,12 @@ def catalog_diff(request, slug: str):
     if problems:
         asked = {"from", "to"} & set(request.GET)
         context["errors"] = [
-            f"{DIFF_FIELD_NAMES[name]} {VERSION_MESSAGE}." for name in problems if asked
+            field_problem(DIFF_FIELD_NAMES[name], [VERSION_MESSAGE]) for name in problems if asked
         ]
         return render(request, "catalog/version_diff.html", context, status=400 if asked else 200)
     first, second = version_pair_get(slug, before, after)
     context["diff"] = diff_data(first, second, request)
+    diff_translate(context["diff"])
     context["max_cells"] = settings.CATALOG_MAX_INLINE_BINS
     return render(request, "catalog/version_diff.html", context)
 

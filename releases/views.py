@@ -10,6 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import render
+from django.utils.translation import gettext, gettext_lazy, pgettext
 
 from accounts.roles import Role, user_has_role
 from audit.chain import AuditAction
@@ -26,21 +27,24 @@ from releases.parsing import (
 from releases.risk_selectors import risk_card_for_version
 from releases.services.budget_audit import trail_verification
 from releases.services.versions import version_citation
+from releases.translations import field_problem, files_translate, statistics_translate
 
 CATALOG_PAGE_SIZE = 10
 # How the catalog page names its filters in error messages, and the definitions it offers.
 CATALOG_FIELD_NAMES = {
-    "q": "The search",
-    "kind": "The privacy definition",
-    "since": "The first day",
-    "until": "The last day",
+    "q": gettext_lazy("The search"),
+    "kind": gettext_lazy("The privacy definition"),
+    "since": gettext_lazy("The first day"),
+    "until": gettext_lazy("The last day"),
 }
 CATALOG_KIND_NAMES = [
-    ("pure_dp", "ε-differential privacy"),
-    ("approx_dp", "(ε, δ)-differential privacy"),
-    ("blowfish", "Blowfish privacy"),
+    ("pure_dp", gettext_lazy("ε-differential privacy")),
+    ("approx_dp", gettext_lazy("(ε, δ)-differential privacy")),
+    ("blowfish", gettext_lazy("Blowfish privacy")),
 ]
 AUDIT_PAGE_SIZE = 50
+# How the version page's range tool names its fields in error messages.
+RANGE_FIELD_NAMES = {"from": gettext_lazy("From"), "to": gettext_lazy("To")}
 
 
 def home(request):
@@ -62,7 +66,7 @@ def home(request):
 
 def catalog_list(request):
     filters, problems = catalog_filters_parse(request.GET, "q")
-    errors = [f"{CATALOG_FIELD_NAMES[name]} {' '.join(texts)}." for name, texts in problems.items()]
+    errors = [field_problem(CATALOG_FIELD_NAMES[name], texts) for name, texts in problems.items()]
     page = Paginator(selectors.release_list_published(**filters), CATALOG_PAGE_SIZE).get_page(
         request.GET.get("page")
     )
@@ -95,12 +99,21 @@ def plotly_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-CHART_AXES = {
-    "histogram": "published count",
-    "marginal": "published count",
-    "quantile": "published value",
-    "randomized_response": "estimated share of the records",
-}
+def chart_axis(kind: str) -> str:
+    """The value axis of a statistic's chart, in the active language."""
+    axes = {
+        "histogram": gettext("published count"),
+        "marginal": gettext("published count"),
+        "quantile": gettext("published value"),
+        "randomized_response": gettext("estimated share of the records"),
+    }
+    return axes.get(kind, gettext("published sum"))
+
+
+def chart_title(stat: dict, *, lower: bool = False) -> str:
+    """A chart's title: the statistic's kind and columns, escaped for Plotly."""
+    title = stat["title"].lower() if lower else stat["title"]
+    return plotly_text(gettext("%(title)s of %(label)s") % {"title": title, "label": stat["label"]})
 
 
 # Error bars are drawn for at most this many bins of a range histogram (more would hide the bars).
@@ -129,8 +142,10 @@ def _range_chart(index: int, stat: dict) -> dict:
     chart = {
         "id": f"chart-{index}",
         "numeric": True,
-        "title": plotly_text(f"{stat['title']} of {stat['label']}"),
-        "axis": "published count" if per_bar == 1 else f"published count per {per_bar} bins",
+        "title": chart_title(stat),
+        "axis": gettext("published count")
+        if per_bar == 1
+        else gettext("published count per %(bins)s bins") % {"bins": per_bar},
         "x_axis": plotly_text(stat["label"]),
         "x": [(a + b) / 2 for a, b in itertools.pairwise(bar_edges)],
         "width": [b - a for a, b in itertools.pairwise(bar_edges)],
@@ -163,7 +178,7 @@ def _table_chart(index: int, stat: dict) -> dict:
     return {
         "id": f"chart-{index}",
         "heatmap": True,
-        "title": plotly_text(f"{stat['title']} of {stat['label']}"),
+        "title": chart_title(stat),
         "x_axis": plotly_text(second),
         "y_axis": plotly_text(first),
         "x": [plotly_text(c) for c in columns],
@@ -204,8 +219,13 @@ def _clusters_chart(index: int, stat: dict) -> dict:
 
     def hover(row: dict) -> str:
         lines = [
-            f"cluster {row['cluster']}",
-            f"size {row['size']:,} (95%: {row['size_low']:,} – {row['size_high']:,})",
+            gettext("cluster %(number)s") % {"number": row["cluster"]},
+            gettext("size %(size)s (95%%: %(low)s – %(high)s)")
+            % {
+                "size": f"{row['size']:,}",
+                "low": f"{row['size_low']:,}",
+                "high": f"{row['size_high']:,}",
+            },
             *(
                 plotly_text(c["column"])
                 + f" {c['value']:.4g} (95%: {c['low']:.4g} – {c['high']:.4g})"
@@ -217,8 +237,10 @@ def _clusters_chart(index: int, stat: dict) -> dict:
     chart = {
         "id": f"chart-{index}",
         "clusters": True,
-        "title": plotly_text(f"{stat['title']} of {stat['label']}"),
-        "names": [f"cluster {row['cluster']}" for row in rows],
+        "title": chart_title(stat),
+        "names": [gettext("cluster %(number)s") % {"number": row["cluster"]} for row in rows],
+        # The number beside each marker.
+        "markers": [str(row["cluster"]) for row in rows],
         "sizes": [row["size"] for row in rows],
         "marker_sizes": [round(d, 2) for d in diameters],
         "hover": [hover(row) for row in rows],
@@ -248,6 +270,14 @@ def _synthetic_chart(index: int, stat: dict) -> dict:
     return {
         "id": f"chart-{index}",
         "synthetic": True,
+        # Plotly's legend, axis and hover templates (%{x}, %{y:.1%} are Plotly's, not Python's).
+        "text": {
+            "published": gettext("published counts"),
+            "generated": gettext("synthetic rows"),
+            "share": gettext("share"),
+            "published_hover": gettext("%{x}: %{y:.1%} of the published counts"),
+            "generated_hover": gettext("%{x}: %{y:.1%} of the synthetic rows"),
+        },
         "columns": [
             {
                 "name": plotly_text(name),
@@ -283,8 +313,8 @@ def _chart_data(statistics: list[dict]) -> list[dict]:
             charts.append(
                 {
                     "id": f"chart-{index}",
-                    "title": plotly_text(f"{stat['kind']} of {stat['label']}"),
-                    "axis": CHART_AXES.get(stat["kind"], "published sum"),
+                    "title": chart_title(stat, lower=True),
+                    "axis": chart_axis(stat["kind"]),
                     "labels": [plotly_text(label) for label in labels],
                     "values": values,
                     # No bar for a statistic without intervals (a quantile's accuracy is in ranks).
@@ -319,9 +349,12 @@ def catalog_version(request, slug: str, version: int):
         response["Retry-After"] = str(wait)
         return response
     statistics = selectors.release_statistics(release=release)
+    statistics_translate(statistics)
     ranges = [i for i, stat in enumerate(statistics) if stat["kind"] == selectors.RANGE_KIND]
     if position is not None and position not in ranges:
-        errors = [f"Statistic {position} is not a histogram for any range."]
+        errors = [
+            gettext("Statistic %(number)s is not a histogram for any range.") % {"number": position}
+        ]
     for index, stat in enumerate(statistics):
         is_range = index in ranges
         has_chart = stat["cell_rows"] is not None or is_range or stat["kind"] == "synthetic"
@@ -337,6 +370,7 @@ def catalog_version(request, slug: str, version: int):
                 release, index, stat, bounds if asked else None, errors if asked else []
             )
     files = selectors.release_file_links(release=release)
+    files_translate(files)
     for index, stat in enumerate(statistics):
         if stat.get("microdata"):
             stat["record_files"] = [f for f in files if f["position"] == index]
@@ -377,9 +411,9 @@ def _range_request(params) -> tuple[int | None, tuple[float, float] | None, list
     text = params.get("statistic", "")
     position = int(text) if text.isascii() and text.isdigit() and len(text) <= 4 else None
     bounds, errors = range_params_parse(params)
-    messages = [f"{field.capitalize()} {' '.join(m)}." for field, m in errors.items()]
+    messages = [field_problem(RANGE_FIELD_NAMES[field], m) for field, m in errors.items()]
     if position is None:
-        messages.insert(0, "Statistic must be a statistic's number.")
+        messages.insert(0, gettext("Statistic must be a statistic's number."))
     return position, bounds, messages
 
 
@@ -402,7 +436,9 @@ def _range_tool(release, index: int, stat: dict, bounds, errors: list[str]) -> d
             }
         except EngineValidationError as error:
             tool["errors"] = [
-                f"{field.capitalize()}: {' '.join(m)}." for field, m in error.errors.items()
+                pgettext("an error about one field", "%(field)s: %(problem)s.")
+                % {"field": field.capitalize(), "problem": " ".join(m)}
+                for field, m in error.errors.items()
             ]
     return tool
 

@@ -1,8 +1,10 @@
-"""Filters the risk card (templates/partials/risk_card.html) writes its numbers with."""
+"""Filters the risk card (templates/partials/risk_card.html) writes its numbers with, in the
+active language."""
 
 import math
 
 from django import template
+from django.utils.translation import gettext
 
 register = template.Library()
 
@@ -16,9 +18,9 @@ def percent(probability) -> str:
     if value >= 100:
         return "100%"
     if value > 99.9:
-        return "above 99.9%"
+        return gettext("above 99.9%")
     if 0 < value < 0.1:
-        return "below 0.1%"
+        return gettext("below 0.1%")
     return f"{math.ceil(round(value * 10, 9)) / 10:.1f}%"
 
 
@@ -34,4 +36,4 @@ def one_in(probability) -> str:
     chances = 1 / value
     digits = max(0, math.floor(math.log10(chances)) - 2)
     rounded = math.floor(chances / 10**digits) * 10**digits
-    return f"1 in {rounded:,.0f}"
+    return gettext("1 in %(chances)s") % {"chances": f"{rounded:,.0f}"}

@@ -62,7 +62,7 @@
   // k-means' centroids: a scatter of the first two coordinates (or, for one column, a dot per
   // cluster on the column's axis), each marker's area in proportion to its cluster's size, with
   // the coordinates' 95% intervals as error bars. The hover text (built by the server from
-  // escaped names) lists every coordinate and the size.
+  // escaped names, in the page's language) lists every coordinate and the size.
   function clustersChart(target, chart) {
     function bars(axis) {
       return { type: "data", symmetric: false, array: axis.plus, arrayminus: axis.minus, color: "#1d2430", thickness: 1 };
@@ -73,7 +73,7 @@
       mode: "markers+text",
       x: chart.x.values,
       y: two ? chart.y.values : chart.names,
-      text: chart.names.map(function (name) { return name.replace("cluster ", ""); }),
+      text: chart.markers,
       textposition: "top center",
       hovertext: chart.hover,
       hovertemplate: "%{hovertext}<extra></extra>",
@@ -93,19 +93,20 @@
   }
 
   // A synthetic table: for one column at a time (a menu picks it), each bucket's share of the
-  // published noisy counts beside its share of the generated rows.
+  // published noisy counts beside its share of the generated rows; the legend, axis and hover
+  // texts come from the server in the page's language.
   function syntheticChart(target, chart) {
     var traces = [];
     chart.columns.forEach(function (column, i) {
       traces.push({
-        type: "bar", name: "published counts", x: column.labels, y: column.published,
+        type: "bar", name: chart.text.published, x: column.labels, y: column.published,
         visible: i === 0, marker: { color: "#2457c5" },
-        hovertemplate: "%{x}: %{y:.1%} of the published counts<extra></extra>"
+        hovertemplate: chart.text.published_hover + "<extra></extra>"
       });
       traces.push({
-        type: "bar", name: "synthetic rows", x: column.labels, y: column.generated,
+        type: "bar", name: chart.text.generated, x: column.labels, y: column.generated,
         visible: i === 0, marker: { color: "#e0a030" },
-        hovertemplate: "%{x}: %{y:.1%} of the synthetic rows<extra></extra>"
+        hovertemplate: chart.text.generated_hover + "<extra></extra>"
       });
     });
     var buttons = chart.columns.map(function (column, i) {
@@ -119,7 +120,7 @@
       barmode: "group",
       legend: { orientation: "h", y: -0.2 },
       xaxis: { type: "category" },
-      yaxis: { title: { text: "share" }, tickformat: ".0%", rangemode: "tozero" },
+      yaxis: { title: { text: chart.text.share }, tickformat: ".0%", rangemode: "tozero" },
       updatemenus: chart.columns.length > 1 ? [{ buttons: buttons, x: 0, y: 1.15, xanchor: "left", yanchor: "top" }] : []
     }, { responsive: true, displaylogo: false });
   }

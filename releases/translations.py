@@ -1,0 +1,318 @@
+"""English the pages show but the templates do not write: statistic titles, the published rules
+and accounting the engine stored with each answer, chart labels, file names. The engine never
+imports Django (DESIGN.md), so its English is translated here, in the web layer, at the time a
+page is rendered in the reader's language; the API and the files keep the stored English.
+
+Only the rules' clauses written in a known shape are translated (regular expressions below, one
+per clause the engine writes for columns, persons, groups and consistency); any other clause is
+shown as stored, in English.
+"""
+
+import re
+from collections.abc import Callable
+
+from django.utils.translation import gettext, pgettext
+
+from releases import selectors
+from releases.apis.versions import VERSION_MESSAGE
+from releases.parsing import DATE_MESSAGE, NUL_MESSAGE
+
+
+def statistic_title(kind: str) -> str:
+    """A statistic's heading ("Histogram", "Table", …) in the active language."""
+    titles = {
+        "count": gettext("Count"),
+        "histogram": gettext("Histogram"),
+        "sum": gettext("Sum"),
+        "mean": gettext("Mean"),
+        "quantile": gettext("Quantile"),
+        "marginal": gettext("Table"),
+        selectors.RANGE_KIND: gettext("Histogram for any range"),
+        selectors.KMEANS_KIND: gettext("Clusters (k-means)"),
+        "randomized_response": gettext("Randomized records"),
+        selectors.SYNTHETIC_KIND: gettext("Synthetic table"),
+    }
+    return titles.get(kind, selectors.KIND_TITLES.get(kind, kind.capitalize()))
+
+
+def file_label(label: str) -> str:
+    """How a page names a release's file (selectors._file_label), in the active language."""
+    names = {
+        "configuration (JSON)": gettext("configuration (JSON)"),
+        "signed metadata (JSON)": gettext("signed metadata (JSON)"),
+        "signature of the metadata": gettext("signature of the metadata"),
+    }
+    if label in names:
+        return names[label]
+    records = re.fullmatch(r"records of statistic (\d+) \((.+)\)", label)
+    if records:
+        return gettext("records of statistic %(number)s (%(format)s)") % {
+            "number": records[1],
+            "format": records[2],
+        }
+    return label
+
+
+def _values_clause(kind: str) -> Callable[[re.Match], str]:
+    def translate(match: re.Match) -> str:
+        return {
+            "numeric-fill": gettext("missing or non-numeric values replaced by %(value)s"),
+            "numeric-drop": gettext("missing or non-numeric values dropped"),
+            "missing-fill": gettext("missing values replaced by %(value)s"),
+            "missing-drop": gettext("missing values dropped"),
+            "outside-other": gettext("values outside the declared categories counted as %(value)s"),
+            "outside-drop": gettext("values outside the declared categories dropped"),
+        }[kind] % {"value": match.groupdict().get("value", "")}
+
+    return translate
+
+
+# One clause of a published rule: its English as the engine writes it, and its translation.
+_CLAUSES: list[tuple[re.Pattern, Callable[[re.Match], str]]] = [
+    (
+        re.compile(r"values clamped to \[(?P<lower>.+?), (?P<upper>[^\]]+)\]"),
+        lambda m: (
+            gettext("values clamped to [%(lower)s, %(upper)s]")
+            % {"lower": m["lower"], "upper": m["upper"]}
+        ),
+    ),
+    (
+        re.compile(r"missing or non-numeric values replaced by (?P<value>.+)"),
+        _values_clause("numeric-fill"),
+    ),
+    (re.compile(r"missing or non-numeric values dropped"), _values_clause("numeric-drop")),
+    (re.compile(r"missing values replaced by (?P<value>.+)"), _values_clause("missing-fill")),
+    (re.compile(r"missing values dropped"), _values_clause("missing-drop")),
+    (
+        re.compile(r"values outside the declared categories counted as (?P<value>.+)"),
+        _values_clause("outside-other"),
+    ),
+    (
+        re.compile(r"values outside the declared categories dropped"),
+        _values_clause("outside-drop"),
+    ),
+    (
+        re.compile(r"bounds taken from the data: they are disclosed exactly"),
+        lambda m: gettext("bounds taken from the data: they are disclosed exactly"),
+    ),
+    (
+        re.compile(r"categories taken from the data: they are disclosed exactly"),
+        lambda m: gettext("categories taken from the data: they are disclosed exactly"),
+    ),
+    (
+        re.compile(
+            r"at most (?P<rows>\d+) rows per (?P<key>.+) kept \(first in file order\); "
+            r"rows without a (?P=key) dropped"
+        ),
+        lambda m: (
+            gettext(
+                "at most %(rows)s rows per %(key)s kept (first in file order); rows without a "
+                "%(key)s dropped"
+            )
+            % {"rows": m["rows"], "key": m["key"]}
+        ),
+    ),
+    (
+        re.compile(
+            r"made consistent with statistics (?P<numbers>[\d, ]+) of this release "
+            r"\(shared totals agree\)"
+        ),
+        lambda m: (
+            gettext(
+                "made consistent with statistics %(numbers)s of this release (shared totals agree)"
+            )
+            % {"numbers": m["numbers"]}
+        ),
+    ),
+    (
+        re.compile(
+            r"under this Blowfish policy whether (?P<columns>.+) is missing is not protected "
+            r"\(no fill value declared\)"
+        ),
+        lambda m: (
+            gettext(
+                "under this Blowfish policy whether %(columns)s is missing is not protected "
+                "(no fill value declared)"
+            )
+            % {"columns": m["columns"]}
+        ),
+    ),
+]
+# The person rule holds a "; " of its own: joined back before clauses are matched.
+_PERSON_RULE = re.compile(r"(at most \d+ rows per .+ kept \(first in file order\)); (rows without)")
+
+
+def _clause_text(clause: str) -> str:
+    for pattern, translate in _CLAUSES:
+        match = pattern.fullmatch(clause)
+        if match:
+            return translate(match)
+    # A clause about one column of several ("age: values clamped to …").
+    column = re.fullmatch(r"(?P<column>[^:;]+): (?P<rest>.+)", clause)
+    if column and _clause_text(column["rest"]) != column["rest"]:
+        return pgettext("a rule about one column", "%(column)s: %(rule)s") % {
+            "column": column["column"],
+            "rule": _clause_text(column["rest"]),
+        }
+    return clause
+
+
+def rule_text(rule: str | None) -> str:
+    """A statistic's published rules (clauses joined by "; ") in the active language: each
+    clause the engine writes in a known shape translated, any other kept as stored."""
+    if not rule:
+        return ""
+    joined = _PERSON_RULE.sub(lambda match: f"{match[1]}\x00{match[2]}", rule)
+    clauses = [clause.replace("\x00", "; ") for clause in joined.split("; ")]
+    separator = pgettext("between the clauses of a rule", "; ")
+    return separator.join(_clause_text(clause) for clause in clauses)
+
+
+def part_role(role: str) -> str:
+    """A part of a statistic (a mean's sum and count, k-means' counts and sums, a synthetic
+    table's measurements) named in the active language."""
+    roles = {
+        "sum": gettext("sum"),
+        "count": gettext("count"),
+        "each column's counts": gettext("each column's counts"),
+        "the chosen pairs' counts": gettext("the chosen pairs' counts"),
+    }
+    if role in roles:
+        return roles[role]
+    choice = re.fullmatch(r"choice of pair (?P<number>\d+) \((?P<pair>.+)\)", role)
+    if choice:
+        return gettext("choice of pair %(number)s (%(pair)s)") % {
+            "number": choice["number"],
+            "pair": choice["pair"],
+        }
+    return role
+
+
+# The accounting note of the Gaussian mechanism (privacy_engine/mechanisms.py).
+GAUSSIAN_ACCOUNTING = "zCDP (ρ = Δ₂²/2σ²) converted to (ε, δ) by OpenDP's privacy profile"
+
+
+def accounting_text(accounting: str | None) -> str:
+    """A statistic's accounting notes in the active language (unknown ones as stored)."""
+    if not accounting:
+        return ""
+    known = {
+        GAUSSIAN_ACCOUNTING: gettext(
+            "zCDP (ρ = Δ₂²/2σ²) converted to (ε, δ) by OpenDP's privacy profile"
+        )
+    }
+    return "; ".join(known.get(part, part) for part in accounting.split("; "))
+
+
+def statistics_translate(statistics: list[dict]) -> None:
+    """Give each statistic of a public page its texts in the active language: ``title``,
+    ``rule_text``, ``accounting_text`` and each part's ``role_text``; k-means' cell labels."""
+    for stat in statistics:
+        stat["title"] = statistic_title(stat["kind"])
+        stat["rule_text"] = rule_text(stat.get("rule"))
+        stat["accounting_text"] = accounting_text(stat.get("accounting"))
+        for part in stat.get("parts") or []:
+            part["role_text"] = part_role(str(part.get("role", "")))
+        if stat["kind"] == selectors.KMEANS_KIND:
+            for cell in stat.get("cell_rows") or []:
+                cell["label"] = _cluster_label(cell["label"])
+
+
+def _cluster_label(label: str) -> str:
+    match = re.fullmatch(r"cluster (?P<number>\d+): (?P<what>.+)", label)
+    if not match:
+        return label
+    what = gettext("size") if match["what"] == "size" else match["what"]
+    return gettext("cluster %(number)s: %(what)s") % {"number": match["number"], "what": what}
+
+
+def files_translate(files: list[dict]) -> None:
+    for file in files:
+        file["label"] = file_label(file["label"])
+
+
+def problem_text(problem: str) -> str:
+    """What is wrong with a query parameter (releases/parsing.py writes it for the API and the
+    pages alike) in the active language; an unknown message as written."""
+    known = {
+        VERSION_MESSAGE: gettext("must be a version number (a whole number from 1)"),
+        DATE_MESSAGE: gettext("must be a date, e.g. 2026-11-25"),
+        NUL_MESSAGE: gettext("must not contain a NUL character"),
+        "must be a finite number, e.g. 20": gettext("must be a finite number, e.g. 20"),
+        "must be above from": gettext("must be above from"),
+    }
+    if problem in known:
+        return known[problem]
+    longest = re.fullmatch(r"must be at most (?P<count>[\d,]+) characters", problem)
+    if longest:
+        return gettext("must be at most %(count)s characters") % {"count": longest["count"]}
+    choices = re.fullmatch(r"must be one of: (?P<choices>.+)", problem)
+    if choices:
+        return gettext("must be one of: %(choices)s") % {"choices": choices["choices"]}
+    return problem
+
+
+def field_problem(field: str, problems: list[str]) -> str:
+    """One error line of a page: the field's name, then what is wrong with it."""
+    return gettext("%(field)s %(problem)s.") % {
+        "field": field,
+        "problem": " ".join(problem_text(problem) for problem in problems),
+    }
+
+
+def definition_name(kind: str) -> str:
+    """A privacy definition's name in the active language (its kind when unknown)."""
+    names = {
+        "pure_dp": gettext("ε-differential privacy"),
+        "approx_dp": gettext("(ε, δ)-differential privacy"),
+        "blowfish": gettext("Blowfish privacy"),
+    }
+    return names.get(kind, kind)
+
+
+def _diff_field_label(name: str) -> str:
+    labels = {
+        "kind": pgettext("a field of a privacy definition", "kind"),
+        "epsilon": pgettext("a field of a privacy definition", "epsilon"),
+        "delta": pgettext("a field of a privacy definition", "delta"),
+        "policy": pgettext("a field of a privacy definition", "policy"),
+        "mechanism": pgettext("how a statistic was released", "mechanism"),
+        "sensitivity": pgettext("how a statistic was released", "sensitivity"),
+        "noise_scale": pgettext("how a statistic was released", "noise_scale"),
+    }
+    return labels.get(name, name)
+
+
+def _diff_note(note: str) -> str:
+    known = {
+        "Clusters are not matched across versions: compare their centres by eye.": gettext(
+            "Clusters are not matched across versions: compare their centres by eye."
+        ),
+        "Published in another shape in each version.": gettext(
+            "Published in another shape in each version."
+        ),
+    }
+    if note in known:
+        return known[note]
+    cells = re.fullmatch(r"(?P<cells>[\d,]+) cells: compare the versions' files\.", note)
+    if cells:
+        return gettext("%(cells)s cells: compare the versions' files.") % {"cells": cells["cells"]}
+    return note
+
+
+def diff_translate(diff: dict) -> None:
+    """The texts of a comparison of two versions (releases/services/versions.py: version_diff)
+    in the active language: field labels, statistic titles and notes."""
+    for field in diff["definition"]["fields"]:
+        field["label"] = _diff_field_label(field["name"])
+        if field["name"] == "kind":
+            for side in ("from", "to"):
+                if isinstance(field[side], str):
+                    field[side] = definition_name(field[side])
+    statistics = diff["statistics"]
+    for stat in [*statistics["added"], *statistics["removed"], *statistics["in_both"]]:
+        stat["title"] = statistic_title(stat["kind"])
+    for stat in statistics["in_both"]:
+        for field in stat["method"]:
+            field["label"] = _diff_field_label(field["name"])
+        stat["note"] = _diff_note(stat.get("note") or "")
