@@ -15,6 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from accounts.roles import Role, user_has_role
@@ -141,9 +142,13 @@ def dataset_upload(request):
             form.add_error(None, refusal.detail)
         else:
             if dataset.status == dataset.Status.PROCESSING:
-                messages.success(request, "Uploaded. The table is being converted; wait here.")
+                messages.success(
+                    request, gettext("Uploaded. The table is being converted; wait here.")
+                )
             else:
-                messages.success(request, "Uploaded. Now declare what is public about each column.")
+                messages.success(
+                    request, gettext("Uploaded. Now declare what is public about each column.")
+                )
             return redirect("dataset-detail", pk=dataset.pk)
     return render(
         request,

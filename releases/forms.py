@@ -6,6 +6,7 @@ import re
 
 from django import forms
 from django.forms import BoundField
+from django.utils.translation import gettext_lazy as _
 
 from privacy_engine.queries import QUERY_KINDS
 from privacy_engine.schema import MAX_ROWS
@@ -30,70 +31,77 @@ STATISTIC_LABELS = {
 
 
 HARM_CHOICES = [
-    ("low", "Low: embarrassing at worst (e.g. favourite sport)"),
-    ("moderate", "Moderate: could cost someone money or standing (e.g. wages, opinions)"),
-    ("severe", "Severe: could endanger someone (e.g. health, immigration status)"),
+    ("low", _("Low: embarrassing at worst (e.g. favourite sport)")),
+    ("moderate", _("Moderate: could cost someone money or standing (e.g. wages, opinions)")),
+    ("severe", _("Severe: could endanger someone (e.g. health, immigration status)")),
 ]
 PLANNED_RELEASES_CHOICES = [
-    ("once", "Once"),
-    ("few", "A few times"),
-    ("regularly", "Regularly (e.g. every month)"),
+    ("once", _("Once")),
+    ("few", _("A few times")),
+    ("regularly", _("Regularly (e.g. every month)")),
 ]
 
 
 class DatasetUploadForm(forms.Form):
     name = forms.CharField(
+        label=_("Name"),
         max_length=200,
         required=False,
-        help_text="Shown to you and to compliance staff. Leave empty to use the file's name.",
-        widget=forms.TextInput(attrs={"placeholder": "e.g. Labour survey 2026"}),
+        help_text=_("Shown to you and to compliance staff. Leave empty to use the file's name."),
+        widget=forms.TextInput(attrs={"placeholder": _("e.g. Labour survey 2026")}),
     )
-    file = forms.FileField(help_text="A CSV file in UTF-8 with a header row.")
+    file = forms.FileField(label=_("File"), help_text=_("A CSV file in UTF-8 with a header row."))
     harm = forms.ChoiceField(
         choices=HARM_CHOICES,
         initial="moderate",
         widget=forms.RadioSelect,
-        label="How harmful would it be if one person's data in this table were disclosed?",
+        label=_("How harmful would it be if one person's data in this table were disclosed?"),
         required=False,
     )
     planned_releases = forms.ChoiceField(
         choices=PLANNED_RELEASES_CHOICES,
         initial="few",
         widget=forms.RadioSelect,
-        label="How often will statistics of this table be published?",
+        label=_("How often will statistics of this table be published?"),
         required=False,
     )
     budget_epsilon = forms.DecimalField(
-        label="Total privacy budget (ε)",
+        label=_("Total privacy budget (ε)"),
         min_value=0,
         max_digits=24,
         decimal_places=12,
         required=False,
-        help_text="All releases of this table together may spend at most this much ε. Leave "
-        "empty to take it from the two questions above.",
+        help_text=_(
+            "All releases of this table together may spend at most this much ε. Leave "
+            "empty to take it from the two questions above."
+        ),
     )
     budget_delta = forms.DecimalField(
-        label="Total δ budget (for (ε, δ)-DP releases)",
+        label=_("Total δ budget (for (ε, δ)-DP releases)"),
         min_value=0,
         max_digits=40,
         decimal_places=30,
         required=False,
-        help_text="Leave empty to take it from the questions; 0 allows only releases that "
-        "never fail (ε-DP and Blowfish).",
+        help_text=_(
+            "Leave empty to take it from the questions; 0 allows only releases that "
+            "never fail (ε-DP and Blowfish)."
+        ),
     )
     declared_size = forms.IntegerField(
-        label="Approximate number of records",
+        label=_("Approximate number of records"),
         min_value=1,
         max_value=MAX_ROWS,
         required=False,
-        help_text="A public, rounded guess used for previews; the true count stays private.",
+        help_text=_("A public, rounded guess used for previews; the true count stays private."),
     )
     # Offered once an upload was refused as identical to a stored dataset.
     confirm_new_budget = forms.BooleanField(
         required=False,
-        label="This is a new collection of records: give it a budget of its own",
-        help_text="Only if these are different people or a different time, not the same records "
-        "uploaded again. The pair is flagged to compliance.",
+        label=_("This is a new collection of records: give it a budget of its own"),
+        help_text=_(
+            "Only if these are different people or a different time, not the same records "
+            "uploaded again. The pair is flagged to compliance."
+        ),
     )
 
 

@@ -18,6 +18,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
+from django.utils.translation import gettext
 
 from audit.chain import AuditAction, audit_record
 from organisations.services import organisation_of
@@ -93,13 +94,13 @@ def _budget_answers(harm: Any, planned_releases: Any) -> tuple[dict[str, str], d
 
 def _name_errors(name: str) -> list[str]:
     if not name:
-        return ["Give the dataset a name."]
+        return [gettext("Give the dataset a name.")]
     if len(name) > 200:
-        return ["Use at most 200 characters."]
+        return [gettext("Use at most 200 characters.")]
     # PostgreSQL cannot store NUL in text, and line breaks or other control characters in a
     # name only serve to forge lines on the pages and in the audit trail.
     if any(unicodedata.category(character) == "Cc" for character in name):
-        return ["Do not use control characters (such as NUL, tabs or line breaks)."]
+        return [gettext("Do not use control characters (such as NUL, tabs or line breaks).")]
     return []
 
 
@@ -121,7 +122,7 @@ def _declared_size(value: Any) -> int | None:
         return None
     text = str(value).strip()
     if not re.fullmatch(r"[0-9]+", text) or not text.strip("0"):
-        raise ValidationFailed({"declared_size": ["must be a positive whole number"]})
+        raise ValidationFailed({"declared_size": [gettext("must be a positive whole number")]})
     digits = text.lstrip("0")
     size = int(digits) if len(digits) <= len(str(MAX_ROWS)) else MAX_ROWS + 1
     try:
@@ -245,25 +246,25 @@ def _earlier_upload(*, digest: str, owner, organisation) -> Dataset | None:
 
 
 def _duplicate_detail(*, earlier: Dataset, owner) -> str:
-    budget = (
+    budget = gettext(
         "The privacy budget belongs to the data, not to an upload: a second copy of the same "
         "records with a fresh budget would let their releases together spend more than either "
         "budget allows."
     )
-    confirm = (
+    confirm = gettext(
         "If this is a new collection of records that happens to be identical, confirm it "
         "(confirm_new_budget=true) to give it a budget of its own; the pair is flagged to "
         "compliance."
     )
     if earlier.owner_id == owner.pk:
-        return (
-            f"This file is identical (same SHA-256) to your dataset #{earlier.pk} "
-            f"“{earlier.name}”. {budget} Release from dataset #{earlier.pk} instead. {confirm}"
-        )
-    return (
+        return gettext(
+            "This file is identical (same SHA-256) to your dataset #%(number)s “%(name)s”. "
+            "%(budget)s Release from dataset #%(number)s instead. %(confirm)s"
+        ) % {"number": earlier.pk, "name": earlier.name, "budget": budget, "confirm": confirm}
+    return gettext(
         "This file is identical (same SHA-256) to a dataset another curator holds. "
-        f"{budget} Ask that curator or compliance before releasing from it. {confirm}"
-    )
+        "%(budget)s Ask that curator or compliance before releasing from it. %(confirm)s"
+    ) % {"budget": budget, "confirm": confirm}
 
 
 def dataset_create(
@@ -298,7 +299,7 @@ def dataset_create(
         errors["name"] = name_errors
     limit = settings.DATASET_MAX_UPLOAD_BYTES
     if upload is None:
-        errors["file"] = ["Choose a CSV file to upload."]
+        errors["file"] = [gettext("Choose a CSV file to upload.")]
     size: int | None = None
     try:
         size = _declared_size(declared_size)
@@ -328,7 +329,7 @@ def dataset_create(
         except ValidationFailed as error:
             errors.update(error.errors)
     if amounts.get("budget_delta", 0) >= 1:
-        errors["budget_delta"] = ["must be below 1"]
+        errors["budget_delta"] = [gettext("must be below 1")]
     try:
         confirmed = _flag(confirm_new_budget, field="confirm_new_budget")
     except ValidationFailed as error:
@@ -338,7 +339,10 @@ def dataset_create(
     table_name = ""
     if upload is not None:
         if upload.size > limit or (staged := _stage_upload(upload, limit=limit)) is None:
-            errors["file"] = [f"The file is larger than the limit of {_megabytes(limit)} MB."]
+            errors["file"] = [
+                gettext("The file is larger than the limit of %(megabytes)s MB.")
+                % {"megabytes": _megabytes(limit)}
+            ]
         elif upload.size <= settings.DATASET_CONVERT_INLINE_BYTES:
             # Small tables convert during the request: a refusal is a 400 naming the file.
             table_name = _table_name()
@@ -412,7 +416,9 @@ def _dataset_store(
         _lock_digest(digest)
         organisation = organisation_of(owner)
         if organisation is None:
-            raise Conflict("Your account belongs to no organisation: ask an administrator.")
+            raise Conflict(
+                gettext("Your account belongs to no organisation: ask an administrator.")
+            )
         earlier = _earlier_upload(digest=digest, owner=owner, organisation=organisation)
         if earlier is not None and not confirmed:
             raise DuplicateUpload(_duplicate_detail(earlier=earlier, owner=owner), earlier=earlier)

@@ -10,6 +10,13 @@
   var bar = document.getElementById("transfer-progress");
   var text = document.getElementById("transfer-text");
   var button = form.querySelector("button[type=submit]");
+  // The sentences come from the page, in its language (data-* attributes of the box).
+  function said(name) { return box.getAttribute("data-" + name); }
+  function fill(message, values) {
+    return message.replace(/\{(\w+)\}/g, function (whole, key) {
+      return values.hasOwnProperty(key) ? values[key] : whole;
+    });
+  }
 
   function megabytes(bytes) { return (bytes / (1024 * 1024)).toFixed(1); }
 
@@ -42,31 +49,34 @@
     xhr.open(form.method || "post", form.action);
     xhr.upload.addEventListener("progress", function (progress) {
       if (progress.lengthComputable && progress.total > 0) {
-        show(progress.loaded / progress.total, "Sent " + megabytes(progress.loaded) + " of " +
-          megabytes(progress.total) + " MB (" + Math.floor(100 * progress.loaded / progress.total) + "%).");
+        show(progress.loaded / progress.total, fill(said("sent-part"), {
+          sent: megabytes(progress.loaded),
+          total: megabytes(progress.total),
+          percent: Math.floor(100 * progress.loaded / progress.total)
+        }));
       }
     });
     xhr.upload.addEventListener("load", function () {
-      show(1, "Sent. The server is checking the file…");
+      show(1, said("sent"));
     });
     xhr.addEventListener("load", function () {
       var type = xhr.getResponseHeader("Content-Type") || "";
       if (type.indexOf("text/html") === 0) {
         replacePage(xhr);
       } else {
-        stopped("The server refused the upload (HTTP " + xhr.status + "). Choose Upload to try again.");
+        stopped(fill(said("refused"), { status: xhr.status }));
       }
     });
     xhr.addEventListener("error", function () {
-      stopped("The connection was lost before the upload finished. Choose Upload to try again.");
+      stopped(said("lost"));
     });
     xhr.addEventListener("abort", function () {
-      stopped("The upload was stopped. Choose Upload to try again.");
+      stopped(said("stopped"));
     });
     text.classList.remove("bad");
     button.disabled = true;
     box.hidden = false;
-    show(0, "Starting the upload…");
+    show(0, said("starting"));
     xhr.send(new FormData(form));
   });
 }());
