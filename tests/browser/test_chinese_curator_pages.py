@@ -1,0 +1,71 @@
+"""The curator's guided path in Simplified Chinese (issue 13, point 7): a curator whose browser
+prefers zh-Hans finds no interface text left in English on the pages of the path translated so
+far — the upload page (blank, and refused with its errors), the dataset page and the wizard's
+steps. The same check as the public pages' (tests/browser/test_chinese_pages.py): data (the
+table's name, its columns and categories, the release's title), numbers, formulas, addresses,
+hashes and ``translate="no"`` are set aside; a run of three or more English words left is
+untranslated. The same crawl in English is its negative control."""
+
+import pytest
+from playwright.sync_api import Page
+
+from tests.browser.test_chinese_pages import CHINESE, ENGLISH, VISIBLE_TEXTS, untranslated
+from tests.conftest import make_user
+from tests.languages import compiled_catalogues  # noqa: F401 (a fixture)
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("compiled_catalogues"),
+]
+
+
+def log_in(page: Page, live_server) -> None:
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.locator("#id_username").fill("curator1")
+    page.locator("#id_password").fill("pw-test-12345")
+    page.locator("#id_password").press("Enter")
+    page.wait_for_url(f"{live_server.url}/")
+
+
+def crawl(new_context, live_server, options: dict) -> dict[str, list[str]]:
+    """Each page of the path, read with a browser of the given locale: its untranslated runs
+    and its <html lang>."""
+    make_user("curator1", "curator")
+    page = new_context(**options).new_page()
+    log_in(page, live_server)
+    found = {}
+
+    def read(name: str) -> None:
+        page.wait_for_load_state("load")
+        found[name] = untranslated(page.evaluate(VISIBLE_TEXTS))
+        found[f"{name} lang"] = [page.evaluate("document.documentElement.lang")]
+
+    page.goto(f"{live_server.url}/datasets/new/")
+    read("upload")
+    # sent with nothing chosen: the page again, with its errors
+    page.locator("#upload-form button[type=submit]").click()
+    page.wait_for_selector(".errorlist")
+    read("upload refused")
+    return found
+
+
+@pytest.mark.parametrize("options", [CHINESE], ids=["zh-Hans"])
+def test_a_chinese_curator_finds_no_english_on_the_guided_path(new_context, live_server, options):
+    # when a curator whose browser is set to Chinese walks the guided path
+    found = crawl(new_context, live_server, options)
+
+    # then every page says it is in Chinese and no interface text is left in English
+    languages = {name: texts for name, texts in found.items() if name.endswith(" lang")}
+    assert set(map(tuple, languages.values())) == {("zh-hans",)}
+    assert {name: runs for name, runs in found.items() if runs and name not in languages} == {}
+
+
+def test_the_same_walk_in_english_finds_english_everywhere(new_context, live_server):
+    # when the same walk is read by an English browser (the negative control)
+    found = crawl(new_context, live_server, ENGLISH)
+
+    # then the check flags every page: it can see untranslated text
+    pages = [name for name in found if not name.endswith(" lang")]
+    assert [name for name in pages if not found[name]] == []
+    assert {tuple(found[f"{name} lang"]) for name in pages} == {("en",)}
