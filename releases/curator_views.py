@@ -69,6 +69,7 @@ from releases.services.releases import (
 from releases.services.runs import release_publish_again
 from releases.services.suggestions import dataset_schema_suggest
 from releases.services.versions import version_next_number
+from releases.translations import budget_reason
 
 WIZARD_STEPS = [
     ("privacy", "Privacy"),
@@ -228,18 +229,21 @@ def _column_forms(dataset, data=None, initial_schema=None, typed=None):
 
 
 # What a column of each kind needs before a statistic can use it, as the page names it.
-_UNDECLARED_NEEDS = {"numeric": ("bounds", "Numeric"), "categorical": ("categories", "Categorical")}
-
-
 def undeclared_sentence(name: str, kind: str) -> str:
     """What the dataset page says of a saved column no statistic can use although it reads as
     ``kind``: ``age: no bounds given, so no statistic can use it — choose Numeric and add them
     to publish it.``"""
-    needs, label = _UNDECLARED_NEEDS[kind]
-    return (
-        f"{name}: no {needs} given, so no statistic can use it — choose {label} and add them to "
-        "publish it."
-    )
+    if kind == "numeric":
+        sentence = gettext(
+            "%(name)s: no bounds given, so no statistic can use it — choose Numeric and add "
+            "them to publish it."
+        )
+    else:
+        sentence = gettext(
+            "%(name)s: no categories given, so no statistic can use it — choose Categorical "
+            "and add them to publish it."
+        )
+    return sentence % {"name": name}
 
 
 def _unit_of_protection(data) -> dict:
@@ -300,14 +304,15 @@ def dataset_detail(request, pk: int):
             except Conflict as conflict:
                 messages.error(request, conflict.detail)
             else:
-                messages.success(request, "Schema saved.")
+                messages.success(request, gettext("Schema saved."))
                 if undeclared:
                     messages.info(
                         request,
-                        "No statistic can use "
-                        + ", ".join(name for name, _ in undeclared)
-                        + ": no bounds or categories were given for them. Add them on the "
-                        "dataset page to publish them.",
+                        gettext(
+                            "No statistic can use %(columns)s: no bounds or categories were "
+                            "given for them. Add them on the dataset page to publish them."
+                        )
+                        % {"columns": ", ".join(name for name, _ in undeclared)},
                     )
                 if request.POST.get("action") == "continue":
                     return redirect("wizard-start", dataset_pk=dataset.pk)
@@ -366,7 +371,7 @@ def dataset_page_render(
             "identifier_columns": _person_key_choices(column_forms, unit["person_key"]),
             "unit": unit,
             "group_example": {"size": max(rows_per_person, 3), "epsilon": group_epsilon},
-            "budget_reasons": dataset.budget_reasons,
+            "budget_reasons": [budget_reason(reason) for reason in dataset.budget_reasons or []],
             "budget": epsilon,
             "releases": releases,
             "from_data_columns": selectors.dataset_columns_from_data(dataset=dataset),

@@ -12,9 +12,9 @@ from privacy_engine.queries import QUERY_KINDS
 from privacy_engine.schema import MAX_ROWS
 
 KIND_CHOICES = [
-    ("numeric", "Numeric (public bounds)"),
-    ("categorical", "Categorical (public list)"),
-    ("identifier", "Identifier / not used"),
+    ("numeric", _("Numeric (public bounds)")),
+    ("categorical", _("Categorical (public list)")),
+    ("identifier", _("Identifier / not used")),
 ]
 STATISTIC_LABELS = {
     "count": "Count of records",
@@ -113,7 +113,7 @@ KIND_FIELDS = {
     "identifier": (),
 }
 # The fill box serves both kinds: its example follows the kind chosen.
-FILL_PLACEHOLDERS = {"numeric": "e.g. 0", "categorical": "e.g. F"}
+FILL_PLACEHOLDERS = {"numeric": _("e.g. 0"), "categorical": _("e.g. F")}
 # Last (or only) words of a column name that name a record rather than describe it.
 _IDENTIFIER_WORDS = {"id", "uuid", "guid", "identifier"}
 
@@ -163,42 +163,46 @@ class ColumnSchemaForm(forms.Form):
 
     bound_field_class = _ColumnBoundField
 
-    kind = forms.ChoiceField(choices=KIND_CHOICES)
+    kind = forms.ChoiceField(label=_("Kind"), choices=KIND_CHOICES)
     lower = forms.FloatField(
         required=False,
-        label="Lower bound",
-        widget=forms.NumberInput(attrs={"placeholder": "e.g. 0"}),
+        label=_("Lower bound"),
+        widget=forms.NumberInput(attrs={"placeholder": _("e.g. 0")}),
     )
     upper = forms.FloatField(
         required=False,
-        label="Upper bound",
-        widget=forms.NumberInput(attrs={"placeholder": "e.g. 120"}),
+        label=_("Upper bound"),
+        widget=forms.NumberInput(attrs={"placeholder": _("e.g. 120")}),
     )
     typical = forms.FloatField(
         required=False,
-        label="Typical value",
-        help_text="Optional and public like the bounds (e.g. a published median): previews "
-        "simulate the column with it instead of the midpoint of the bounds.",
-        widget=forms.NumberInput(attrs={"placeholder": "e.g. 35"}),
+        label=_("Typical value"),
+        help_text=_(
+            "Optional and public like the bounds (e.g. a published median): previews "
+            "simulate the column with it instead of the midpoint of the bounds."
+        ),
+        widget=forms.NumberInput(attrs={"placeholder": _("e.g. 35")}),
     )
     categories = forms.CharField(
         required=False,
-        label="Categories",
-        help_text="Comma-separated, e.g. F, M",
+        label=_("Categories"),
+        help_text=_("Comma-separated, e.g. F, M"),
         # The class lets schema-form.js turn the box into a list of tags.
-        widget=forms.TextInput(attrs={"placeholder": "e.g. F, M", "class": "category-list"}),
+        widget=forms.TextInput(attrs={"placeholder": _("e.g. F, M"), "class": "category-list"}),
     )
     other = forms.CharField(
         required=False,
-        label="Bucket for other values",
-        help_text="Leave empty to drop values outside the list.",
-        widget=forms.TextInput(attrs={"placeholder": "e.g. other"}),
+        label=_("Bucket for other values"),
+        help_text=_("Leave empty to drop values outside the list."),
+        widget=forms.TextInput(attrs={"placeholder": _("e.g. other")}),
     )
     fill = forms.CharField(
         required=False,
-        label="Fill missing values with",
-        help_text="A public constant (a number within the bounds, or a declared category); "
-        "leave empty to drop missing values.",
+        label=_("Fill missing values with"),
+        help_text=_(
+            "A public constant (a number within the bounds, or a declared category); "
+            "leave empty to drop missing values."
+        ),
     )
 
     def __init__(self, *args, **kwargs):

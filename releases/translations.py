@@ -11,7 +11,7 @@ shown as stored, in English.
 import re
 from collections.abc import Callable
 
-from django.utils.translation import gettext, pgettext
+from django.utils.translation import gettext, ngettext, pgettext
 
 from releases import selectors
 from releases.apis.versions import VERSION_MESSAGE
@@ -316,3 +316,85 @@ def diff_translate(diff: dict) -> None:
         for field in stat["method"]:
             field["label"] = _diff_field_label(field["name"])
         stat["note"] = _diff_note(stat.get("note") or "")
+
+
+def _harm_reason(match: re.Match) -> str:
+    harm = {
+        "Low": pgettext("harm", "Low"),
+        "Moderate": pgettext("harm", "Moderate"),
+        "Severe": pgettext("harm", "Severe"),
+    }[match["harm"]]
+    return gettext(
+        "%(harm)s harm: a total of ε = %(epsilon)s for all releases of this table together, so a "
+        "truthful answer about one person is at most %(probability)s likely (50%% is a coin flip)."
+    ) % {"harm": harm, "epsilon": match["epsilon"], "probability": match["probability"]}
+
+
+# The reasons the engine gave for a budget set from the upload's two questions
+# (privacy_engine.guidance.budget_from_questions), stored in English with the dataset.
+_BUDGET_REASONS: list[tuple[re.Pattern, Callable[[re.Match], str]]] = [
+    (
+        re.compile(
+            r"(?P<harm>Low|Moderate|Severe) harm: a total of ε = (?P<epsilon>\S+) for all "
+            r"releases of this table together, so a truthful answer about one person is at most "
+            r"(?P<probability>\S+) likely \(50% is a coin flip\)\."
+        ),
+        _harm_reason,
+    ),
+    (
+        re.compile(r"Released once: that one release may use the whole budget\."),
+        lambda m: gettext("Released once: that one release may use the whole budget."),
+    ),
+    (
+        re.compile(
+            r"Released a few times: each release takes half by default \(ε = (?P<epsilon>\S+)\), "
+            r"leaving room for the next\."
+        ),
+        lambda m: (
+            gettext(
+                "Released a few times: each release takes half by default (ε = %(epsilon)s), "
+                "leaving room for the next."
+            )
+            % {"epsilon": m["epsilon"]}
+        ),
+    ),
+    (
+        re.compile(
+            r"Released regularly: each release takes a quarter by default "
+            r"\(ε = (?P<epsilon>\S+)\), so later ones remain possible\."
+        ),
+        lambda m: (
+            gettext(
+                "Released regularly: each release takes a quarter by default (ε = %(epsilon)s), "
+                "so later ones remain possible."
+            )
+            % {"epsilon": m["epsilon"]}
+        ),
+    ),
+    (
+        re.compile(
+            r"δ, used only by \(ε, δ\)-DP releases: (?P<delta>\S+) in total, min\(10⁻⁶, 1/n²\) "
+            r"for each of (?P<count>\d+) releases? on the declared size\."
+        ),
+        lambda m: (
+            ngettext(
+                "δ, used only by (ε, δ)-DP releases: %(delta)s in total, min(10⁻⁶, 1/n²) for "
+                "each of %(count)s release on the declared size.",
+                "δ, used only by (ε, δ)-DP releases: %(delta)s in total, min(10⁻⁶, 1/n²) for "
+                "each of %(count)s releases on the declared size.",
+                int(m["count"]),
+            )
+            % {"delta": m["delta"], "count": m["count"]}
+        ),
+    ),
+]
+
+
+def budget_reason(reason: str) -> str:
+    """One reason stored for a budget set from the upload's questions, in the active language;
+    a reason of another shape is shown as stored."""
+    for pattern, translate in _BUDGET_REASONS:
+        match = pattern.fullmatch(reason)
+        if match:
+            return translate(match)
+    return reason

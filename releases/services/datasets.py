@@ -692,9 +692,11 @@ def dataset_require_ready(dataset: Dataset) -> None:
         dataset, action="a schema change, a suggestion from the data or a new release"
     )
     if dataset.status == Dataset.Status.PROCESSING:
-        raise Conflict("The table is still being converted; try again when it is ready.")
+        raise Conflict(gettext("The table is still being converted; try again when it is ready."))
     if dataset.status == Dataset.Status.FAILED:
-        raise Conflict(f"The upload could not be used: {dataset.failure_reason}")
+        raise Conflict(
+            gettext("The upload could not be used: %(reason)s") % {"reason": dataset.failure_reason}
+        )
 
 
 def dataset_has_submissions(dataset: Dataset) -> bool:
@@ -775,7 +777,7 @@ def dataset_schema_update(*, dataset: Dataset, user, schema: Any) -> Dataset:
     """
     dataset_require_ready(dataset)
     if dataset_has_submissions(dataset):
-        raise Conflict("The schema is fixed once a release of this dataset was submitted.")
+        raise Conflict(gettext("The schema is fixed once a release of this dataset was submitted."))
     if not isinstance(schema, dict):
         raise ValidationFailed({"columns": ["must be an object of column declarations"]})
     if limit_errors := _category_limit_errors(schema):
@@ -791,7 +793,9 @@ def dataset_schema_update(*, dataset: Dataset, user, schema: Any) -> Dataset:
         locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
         dataset_require_raw_data(locked, action="a schema change")
         if dataset_has_submissions(locked):
-            raise Conflict("The schema is fixed once a release of this dataset was submitted.")
+            raise Conflict(
+                gettext("The schema is fixed once a release of this dataset was submitted.")
+            )
         typed = _mark_from_data(typed, locked.schema_suggestion)
         locked.schema = typed.to_dict()
         locked.declared_size = typed.declared_size

@@ -4,6 +4,12 @@
   "use strict";
   var form = document.getElementById("schema-form");
   if (!form) { return; }
+  // The tag editor's words come from the page, in its language (data-* attributes of the form).
+  function phrase(name, values) {
+    return (form.getAttribute("data-" + name) || "").replace(/\{(\w+)\}/g, function (whole, key) {
+      return Object.prototype.hasOwnProperty.call(values, key) ? values[key] : whole;
+    });
+  }
 
   // Each column shows only the fields of its chosen kind, switching as the kind changes. Values
   // in the hidden fields stay, so switching back loses nothing (the server ignores them).
@@ -67,7 +73,7 @@
         var remove = document.createElement("button");
         remove.type = "button";
         remove.textContent = "×";
-        remove.setAttribute("aria-label", "Remove category " + tag + " from " + column);
+        remove.setAttribute("aria-label", phrase("remove-label", { tag: tag, column: column }));
         remove.addEventListener("click", function () {
           removeAt(index);
           entry.focus();
@@ -83,10 +89,10 @@
       var said = [];
       split(text).forEach(function (tag) {
         if (tags.indexOf(tag) >= 0) {
-          said.push(tag + " is already a category");
+          said.push(phrase("already", { tag: tag }));
         } else {
           tags.push(tag);
-          said.push("Added " + tag);
+          said.push(phrase("added", { tag: tag }));
         }
       });
       if (said.length) { status.textContent = said.join(". "); }
@@ -94,7 +100,7 @@
     }
     function removeAt(index) {
       var removed = tags.splice(index, 1)[0];
-      status.textContent = "Removed " + removed;
+      status.textContent = phrase("removed", { tag: removed });
       render();
     }
     function commit() {

@@ -9,8 +9,14 @@ untranslated. The same crawl in English is its negative control."""
 import pytest
 from playwright.sync_api import Page
 
-from tests.browser.test_chinese_pages import CHINESE, ENGLISH, VISIBLE_TEXTS, untranslated
-from tests.conftest import make_user
+from tests.browser.test_chinese_pages import (
+    CHINESE,
+    ENGLISH,
+    TITLE,
+    VISIBLE_TEXTS,
+    untranslated,
+)
+from tests.conftest import CLINIC_CSV, make_user
 from tests.languages import compiled_catalogues  # noqa: F401 (a fixture)
 
 pytestmark = [
@@ -28,7 +34,7 @@ def log_in(page: Page, live_server) -> None:
     page.wait_for_url(f"{live_server.url}/")
 
 
-def crawl(new_context, live_server, options: dict) -> dict[str, list[str]]:
+def crawl(new_context, live_server, tmp_path, options: dict) -> dict[str, list[str]]:
     """Each page of the path, read with a browser of the given locale: its untranslated runs
     and its <html lang>."""
     make_user("curator1", "curator")
@@ -47,13 +53,33 @@ def crawl(new_context, live_server, options: dict) -> dict[str, list[str]]:
     page.locator("#upload-form button[type=submit]").click()
     page.wait_for_selector(".errorlist")
     read("upload refused")
+
+    # a table uploaded with the two questions answered: the dataset page and its budget's reasons
+    table = tmp_path / "clinic.csv"
+    table.write_bytes(CLINIC_CSV)
+    page.locator("#id_name").fill(TITLE)
+    page.locator("#id_file").set_input_files(str(table))
+    page.locator("#id_declared_size").fill("300")
+    page.locator("#upload-form button[type=submit]").click()
+    page.wait_for_selector("#schema-form")
+    page.locator("#budget-reasons summary").click()
+    read("dataset")
+    # the suggestion read from the data, then saved: the warnings it leaves
+    page.locator("#fill-from-data").click()
+    page.wait_for_selector("#schema-form")
+    read("dataset suggestion")
+    page.locator("#schema-form button[value=save]").click()
+    page.wait_for_selector("#from-data-columns")
+    read("dataset saved")
     return found
 
 
 @pytest.mark.parametrize("options", [CHINESE], ids=["zh-Hans"])
-def test_a_chinese_curator_finds_no_english_on_the_guided_path(new_context, live_server, options):
+def test_a_chinese_curator_finds_no_english_on_the_guided_path(
+    new_context, live_server, tmp_path, options
+):
     # when a curator whose browser is set to Chinese walks the guided path
-    found = crawl(new_context, live_server, options)
+    found = crawl(new_context, live_server, tmp_path, options)
 
     # then every page says it is in Chinese and no interface text is left in English
     languages = {name: texts for name, texts in found.items() if name.endswith(" lang")}
@@ -61,9 +87,9 @@ def test_a_chinese_curator_finds_no_english_on_the_guided_path(new_context, live
     assert {name: runs for name, runs in found.items() if runs and name not in languages} == {}
 
 
-def test_the_same_walk_in_english_finds_english_everywhere(new_context, live_server):
+def test_the_same_walk_in_english_finds_english_everywhere(new_context, live_server, tmp_path):
     # when the same walk is read by an English browser (the negative control)
-    found = crawl(new_context, live_server, ENGLISH)
+    found = crawl(new_context, live_server, tmp_path, ENGLISH)
 
     # then the check flags every page: it can see untranslated text
     pages = [name for name in found if not name.endswith(" lang")]
