@@ -15,7 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_POST
 
 from accounts.roles import Role, user_has_role
@@ -69,13 +69,13 @@ from releases.services.releases import (
 from releases.services.runs import release_publish_again
 from releases.services.suggestions import dataset_schema_suggest
 from releases.services.versions import version_next_number
-from releases.translations import budget_reason
+from releases.translations import budget_reason, desiderata_translate
 
 WIZARD_STEPS = [
-    ("privacy", "Privacy"),
-    ("statistics", "Statistics"),
-    ("preview", "Preview"),
-    ("confirm", "Confirm"),
+    ("privacy", gettext_lazy("Privacy")),
+    ("statistics", gettext_lazy("Statistics")),
+    ("preview", gettext_lazy("Preview")),
+    ("confirm", gettext_lazy("Confirm")),
 ]
 
 
@@ -596,8 +596,11 @@ def _privacy_step(request, dataset, release: Release | None):
             "form": form,
             "blowfish_refusal": refusal,
             "spent_and_reserved": epsilon_spent_and_reserved(dataset),
-            "desiderata": desiderata_table(),
+            "desiderata": desiderata_translate(desiderata_table()),
             "starting_point": suggestion,
+            "starting_reasons": [budget_reason(reason) for reason in suggestion.reasons]
+            if suggestion
+            else [],
             "person_key": (dataset.schema or {}).get("person_key"),
             "rows_per_person": (dataset.schema or {}).get("max_rows_per_person", 1),
             "group_size_default": 2,
@@ -606,7 +609,12 @@ def _privacy_step(request, dataset, release: Release | None):
             "questionnaire": request.GET,
             "default_delta": default_delta(dataset.declared_size),
             "declared_size": dataset.declared_size,
-            "ledger": dataset.get_ledger_kind_display() if dataset.ledger_kind else None,
+            "ledger": {
+                "differential_privacy": gettext("Differential privacy"),
+                "blowfish": gettext("Blowfish policy"),
+            }.get(dataset.ledger_kind, dataset.get_ledger_kind_display())
+            if dataset.ledger_kind
+            else None,
             "ledger_policy": dataset.ledger_policy,
             "blowfish": blowfish,
             "risk": _privacy_step_risk(dataset, form, release),
@@ -658,7 +666,9 @@ def epsilon_spent_and_reserved(dataset) -> Decimal:
 def wizard_start(request, dataset_pk: int):
     dataset = get_object_or_404(selectors.dataset_list_owned(user=request.user), pk=dataset_pk)
     if not dataset.schema:
-        messages.error(request, "Declare the schema (bounds and categories) before a release.")
+        messages.error(
+            request, gettext("Declare the schema (bounds and categories) before a release.")
+        )
         return redirect("dataset-detail", pk=dataset.pk)
     return _privacy_step(request, dataset, None)
 

@@ -271,16 +271,16 @@ class ColumnSchemaForm(forms.Form):
 
 
 DEFINITION_CHOICES = [
-    ("pure_dp", "ε-differential privacy (recommended)"),
-    ("approx_dp", "(ε, δ)-differential privacy"),
-    ("blowfish", "Blowfish privacy with a policy"),
+    ("pure_dp", _("ε-differential privacy (recommended)")),
+    ("approx_dp", _("(ε, δ)-differential privacy")),
+    ("blowfish", _("Blowfish privacy with a policy")),
 ]
 POLICY_CHOICES = [
-    ("full_domain", "Full domain: any one record may change arbitrarily"),
-    ("partition_groups", "Partition a categorical column into groups"),
-    ("partition_width", "Partition a numeric column into ranges"),
-    ("distance_threshold", "Distance threshold θ on numeric columns"),
-    ("attribute", "Attributes: records differing in at most c attributes"),
+    ("full_domain", _("Full domain: any one record may change arbitrarily")),
+    ("partition_groups", _("Partition a categorical column into groups")),
+    ("partition_width", _("Partition a numeric column into ranges")),
+    ("distance_threshold", _("Distance threshold θ on numeric columns")),
+    ("attribute", _("Attributes: records differing in at most c attributes")),
 ]
 
 
@@ -289,55 +289,57 @@ def _split_list(text: str) -> list[str]:
 
 
 class PrivacyStepForm(forms.Form):
-    title = forms.CharField(max_length=200, label="Release title")
+    title = forms.CharField(max_length=200, label=_("Release title"))
     definition_kind = forms.ChoiceField(
         choices=DEFINITION_CHOICES,
         initial="pure_dp",
         widget=forms.RadioSelect,
-        label="Privacy definition",
+        label=_("Privacy definition"),
         required=False,
     )
     epsilon = forms.FloatField(
-        label="ε for this release",
+        label=_("ε for this release"),
         min_value=0.0001,
         required=False,
         widget=forms.NumberInput(attrs={"step": "any"}),
     )
     truth_probability = forms.FloatField(
-        label="p: probability of a truthful yes/no answer about one person",
+        label=_("p: probability of a truthful yes/no answer about one person"),
         min_value=0.5,
         max_value=0.999999,
         required=False,
         widget=forms.NumberInput(attrs={"step": "any"}),
     )
     delta = forms.FloatField(
-        label="δ: probability that the guarantee fails",
+        label=_("δ: probability that the guarantee fails"),
         required=False,
         widget=forms.NumberInput(attrs={"step": "any"}),
-        help_text="Leave empty for the default min(10⁻⁶, 1/n²) on the declared size.",
+        help_text=_("Leave empty for the default min(10⁻⁶, 1/n²) on the declared size."),
     )
-    policy_graph = forms.ChoiceField(choices=POLICY_CHOICES, required=False, label="Policy")
-    policy_column = forms.ChoiceField(required=False, label="Column of the policy")
+    policy_graph = forms.ChoiceField(choices=POLICY_CHOICES, required=False, label=_("Policy"))
+    policy_column = forms.ChoiceField(required=False, label=_("Column of the policy"))
     policy_columns = forms.CharField(
         required=False,
-        label="Columns of the distance (comma-separated)",
-        help_text="Leave empty to use the column above; several columns use their L1 distance.",
+        label=_("Columns of the distance (comma-separated)"),
+        help_text=_("Leave empty to use the column above; several columns use their L1 distance."),
     )
     policy_groups = forms.CharField(
         required=False,
-        label="Groups (| between groups, commas inside a group)",
-        help_text="e.g. healthy | flu, cold | cancer, stroke",
+        label=_("Groups (| between groups, commas inside a group)"),
+        help_text=_("e.g. healthy | flu, cold | cancer, stroke"),
     )
     policy_width = forms.FloatField(
-        required=False, label="Width of each range", widget=forms.NumberInput(attrs={"step": "any"})
+        required=False,
+        label=_("Width of each range"),
+        widget=forms.NumberInput(attrs={"step": "any"}),
     )
     policy_theta = forms.FloatField(
         required=False,
-        label="θ: distance within which values are protected",
+        label=_("θ: distance within which values are protected"),
         widget=forms.NumberInput(attrs={"step": "any"}),
     )
     policy_c = forms.IntegerField(
-        required=False, min_value=1, initial=1, label="c: attributes that may differ"
+        required=False, min_value=1, initial=1, label=_("c: attributes that may differ")
     )
 
     def __init__(
@@ -367,7 +369,7 @@ class PrivacyStepForm(forms.Form):
     def clean(self):
         data = super().clean()
         if data.get("epsilon") is None and data.get("truth_probability") is None:
-            raise forms.ValidationError("Set either ε or p.")
+            raise forms.ValidationError(_("Set either ε or p."))
         return data
 
     def policy(self) -> dict:

@@ -390,6 +390,59 @@ _BUDGET_REASONS: list[tuple[re.Pattern, Callable[[re.Match], str]]] = [
 ]
 
 
+def _harm_suggests(match: re.Match) -> str:
+    harm = {
+        "Low": pgettext("harm", "Low"),
+        "Moderate": pgettext("harm", "Moderate"),
+        "Severe": pgettext("harm", "Severe"),
+    }[match["harm"]]
+    return gettext(
+        "%(harm)s harm suggests a total of about ε = %(epsilon)s for this table: a truthful "
+        "answer about one person at most %(probability)s likely."
+    ) % {"harm": harm, "epsilon": match["epsilon"], "probability": match["probability"]}
+
+
+# The reasons of the privacy step's suggested starting point
+# (privacy_engine.guidance.suggest_starting_point).
+_BUDGET_REASONS += [
+    (
+        re.compile(
+            r"(?P<harm>Low|Moderate|Severe) harm suggests a total of about ε = (?P<epsilon>\S+) "
+            r"for this table: a truthful answer about one person at most (?P<probability>\S+) "
+            r"likely\."
+        ),
+        _harm_suggests,
+    ),
+    (
+        re.compile(r"One release can use all of it\."),
+        lambda m: gettext("One release can use all of it."),
+    ),
+    (
+        re.compile(r"A few releases planned: this one takes half, leaving room for the others\."),
+        lambda m: gettext(
+            "A few releases planned: this one takes half, leaving room for the others."
+        ),
+    ),
+    (
+        re.compile(
+            r"Regular releases planned: this one takes a quarter, so later ones remain possible\."
+        ),
+        lambda m: gettext(
+            "Regular releases planned: this one takes a quarter, so later ones remain possible."
+        ),
+    ),
+    (
+        re.compile(
+            r"For \(ε, δ\)-DP, δ = (?P<delta>\S+): min\(10⁻⁶, 1/n²\) on the declared size\."
+        ),
+        lambda m: (
+            gettext("For (ε, δ)-DP, δ = %(delta)s: min(10⁻⁶, 1/n²) on the declared size.")
+            % {"delta": m["delta"]}
+        ),
+    ),
+]
+
+
 def budget_reason(reason: str) -> str:
     """One reason stored for a budget set from the upload's questions, in the active language;
     a reason of another shape is shown as stored."""
@@ -398,3 +451,80 @@ def budget_reason(reason: str) -> str:
         if match:
             return translate(match)
     return reason
+
+
+def _desiderata_words() -> dict[str, str]:
+    """The engine's desiderata table (privacy_engine.desiderata), each text in the active
+    language."""
+    return {
+        "Closed under post-processing": gettext("Closed under post-processing"),
+        "Anything computed from the release is as safe as the release.": gettext(
+            "Anything computed from the release is as safe as the release."
+        ),
+        "Composes with itself": gettext("Composes with itself"),
+        "Several releases together still have a known, additive guarantee.": gettext(
+            "Several releases together still have a known, additive guarantee."
+        ),
+        "Convex": gettext("Convex"),
+        "Randomly choosing between two safe mechanisms is still safe.": gettext(
+            "Randomly choosing between two safe mechanisms is still safe."
+        ),
+        "Protects every outcome": gettext("Protects every outcome"),
+        "No small probability δ in which the guarantee may fail.": gettext(
+            "No small probability δ in which the guarantee may fail."
+        ),
+        "Safe when the method is public": gettext("Safe when the method is public"),
+        "The mechanism can be published; only the random draws are secret.": gettext(
+            "The mechanism can be published; only the random draws are secret."
+        ),
+        "Who is protected from whom": gettext("Who is protected from whom"),
+        "ε-differential privacy": gettext("ε-differential privacy"),
+        "(ε, δ)-differential privacy": gettext("(ε, δ)-differential privacy"),
+        "Blowfish privacy (ε, P)": gettext("Blowfish privacy (ε, P)"),
+        "k-anonymity (comparison only, not offered)": gettext(
+            "k-anonymity (comparison only, not offered)"
+        ),
+        "Tables that differ by adding or removing one person's record; even whether someone is "
+        "in the table is protected.": gettext(
+            "Tables that differ by adding or removing one person's record; even whether "
+            "someone is in the table is protected."
+        ),
+        "Adding or removing one record, but the guarantee may fail with probability δ, so δ "
+        "must be far below 1/n.": gettext(
+            "Adding or removing one record, but the guarantee may fail with probability δ, so "
+            "δ must be far below 1/n."
+        ),
+        "Tables that differ by replacing one record with a value its policy graph connects; "
+        "the number of records is public.": gettext(
+            "Tables that differ by replacing one record with a value its policy graph "
+            "connects; the number of records is public."
+        ),
+        "None: it constrains what the output looks like, not what it reveals; two k-anonymous "
+        "releases can together identify a person.": gettext(
+            "None: it constrains what the output looks like, not what it reveals; two "
+            "k-anonymous releases can together identify a person."
+        ),
+    }
+
+
+def desiderata_translate(table: dict) -> dict:
+    """The desiderata table with its names, labels and texts in the active language; a text
+    the engine words otherwise stays as it is."""
+    words = _desiderata_words()
+
+    def word(text):
+        return words.get(text, text) if isinstance(text, str) else text
+
+    return {
+        **table,
+        "columns": [word(name) for name in table["columns"]],
+        "rows": [
+            {
+                **row,
+                "label": word(row["label"]),
+                "why": word(row["why"]),
+                "values": [word(value) for value in row["values"]],
+            }
+            for row in table["rows"]
+        ],
+    }

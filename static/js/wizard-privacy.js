@@ -4,6 +4,12 @@
   "use strict";
   var form = document.getElementById("privacy-form");
   if (!form) { return; }
+  // Sentences come from the page, in its language: data-* attributes of the form, with {names}.
+  function phrase(name, values) {
+    return (form.getAttribute("data-" + name) || "").replace(/\{(\w+)\}/g, function (whole, key) {
+      return Object.prototype.hasOwnProperty.call(values || {}, key) ? values[key] : whole;
+    });
+  }
   var epsilonInput = document.getElementById("id_epsilon");
   var probabilityInput = document.getElementById("id_truth_probability");
   var priorInput = document.getElementById("prior");
@@ -48,24 +54,30 @@
     var params = { epsilon: String(epsilon), group_size: String(size) };
     if (withDelta) { params.delta = deltaInput.value; }
     translate(params).then(function (result) {
-      groupView.textContent = "A group of " + result.group_size + " is protected at ε = " +
-        result.group_epsilon_text +
-        (withDelta ? ", δ = " + result.group_delta_text : "") + ".";
+      groupView.textContent = phrase(withDelta ? "group-delta" : "group", {
+        size: result.group_size,
+        epsilon: result.group_epsilon_text,
+        delta: result.group_delta_text
+      });
     }).catch(function () {});
   }
 
   function show(result) {
     showGroup(result.epsilon);
-    oddsView.textContent = "After this release they can be at most " + percent(result.posterior) +
-      " sure (from " + percent(result.prior) + "), whatever they knew before.";
+    oddsView.textContent = phrase("odds", {
+      posterior: percent(result.posterior),
+      prior: percent(result.prior)
+    });
     var left = remaining - result.epsilon;
     budgetView.textContent = left >= 0
-      ? "This release leaves ε = " + short(left) + " of the " + short(remaining) + " remaining."
-      : "This release needs more than the remaining ε = " + short(remaining) + ": it would be refused.";
+      ? phrase("leaves", { left: short(left), remaining: short(remaining) })
+      : phrase("needs", { remaining: short(remaining) });
     budgetView.className = left >= 0 ? "" : "bad";
     translate({ epsilon: String(committed + result.epsilon) }).then(function (total) {
-      cumulativeView.textContent = "All releases of this dataset together (ε = " + short(total.epsilon) +
-        ") keep a truthful answer about one person at p ≤ " + total.truth_probability.toFixed(5) + ".";
+      cumulativeView.textContent = phrase("cumulative", {
+        epsilon: short(total.epsilon),
+        probability: total.truth_probability.toFixed(5)
+      });
     });
   }
 
@@ -106,6 +118,12 @@
   "use strict";
   var form = document.getElementById("privacy-form");
   if (!form) { return; }
+  // Sentences come from the page, in its language: data-* attributes of the form, with {names}.
+  function phrase(name, values) {
+    return (form.getAttribute("data-" + name) || "").replace(/\{(\w+)\}/g, function (whole, key) {
+      return Object.prototype.hasOwnProperty.call(values || {}, key) ? values[key] : whole;
+    });
+  }
   var graphSelect = document.getElementById("id_policy_graph");
 
   function chosenKind() {
@@ -128,8 +146,8 @@
     }
     window.Plotly.react(target, [{ type: "scatter", mode: "lines", line: { shape: "hv" }, x: xs, y: ys }], {
       margin: { t: 10, r: 10, b: 45, l: 55 }, height: 220,
-      xaxis: { title: { text: "distance d between two values" } },
-      yaxis: { title: { text: "protection (ε between them)" }, rangemode: "tozero" }
+      xaxis: { title: { text: phrase("distance-axis") } },
+      yaxis: { title: { text: phrase("protection-axis") }, rangemode: "tozero" }
     }, { displaylogo: false, responsive: true });
   }
 
@@ -160,6 +178,12 @@
   var box = document.getElementById("blowfish-explanation");
   if (!form || !box) { return; }
   var pending = null;
+  // Sentences come from the page, in its language: data-* attributes of the form, with {names}.
+  function phrase(name, values) {
+    return (form.getAttribute("data-" + name) || "").replace(/\{(\w+)\}/g, function (whole, key) {
+      return Object.prototype.hasOwnProperty.call(values || {}, key) ? values[key] : whole;
+    });
+  }
 
   function list(title, lines) {
     var wrapper = document.createElement("div");
@@ -207,11 +231,11 @@
         box.textContent = "";
         if (result.errors) {
           var messages = Object.keys(result.errors).map(function (k) { return result.errors[k].join(" "); });
-          box.appendChild(list("Finish the policy:", messages));
+          box.appendChild(list(phrase("finish-policy"), messages));
           return;
         }
-        box.appendChild(list("Protected:", result.protected));
-        box.appendChild(list("Not protected:", result.not_protected));
+        box.appendChild(list(phrase("protected"), result.protected));
+        box.appendChild(list(phrase("not-protected"), result.not_protected));
       }).catch(function () {});
   }
 

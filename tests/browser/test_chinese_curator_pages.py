@@ -9,6 +9,7 @@ untranslated. The same crawl in English is its negative control."""
 import pytest
 from playwright.sync_api import Page
 
+from tests.browser.conftest import wait_until
 from tests.browser.test_chinese_pages import (
     CHINESE,
     ENGLISH,
@@ -71,6 +72,18 @@ def crawl(new_context, live_server, tmp_path, options: dict) -> dict[str, list[s
     page.locator("#schema-form button[value=save]").click()
     page.wait_for_selector("#from-data-columns")
     read("dataset saved")
+
+    # the wizard's privacy step, its sentences written by the script once the server answers
+    page.locator("#save-and-continue").click()
+    page.wait_for_selector("#privacy-form")
+    page.locator("#id_title").fill(TITLE)
+    wait_until(page, "document.getElementById('odds-view').textContent !== '…'")
+    wait_until(page, "document.getElementById('cumulative-view').textContent !== ''")
+    read("privacy")
+    # and the starting point suggested from the two questions
+    page.goto(f"{page.url.split('?')[0]}?harm=low&releases=few")
+    page.wait_for_selector("#suggestion")
+    read("privacy suggestion")
     return found
 
 
