@@ -536,7 +536,7 @@ def _privacy_step(request, dataset, release: Release | None):
         initial = {"title": release.title, **PrivacyStepForm.initial_from(release.definition)}
     if release is None:
         # A title to accept or change: the step can be saved with one click.
-        initial["title"] = f"{dataset.name} statistics"[
+        initial["title"] = (gettext("%(name)s statistics") % {"name": dataset.name})[
             : PrivacyStepForm.base_fields["title"].max_length
         ]
         default_epsilon = selectors.dataset_release_epsilon_default(dataset=dataset)
@@ -792,7 +792,12 @@ def _quick_adds(release: Release, chosen: set[tuple[str, str]]) -> list[dict]:
         kind = QUICK_ADD_KINDS.get(spec.get("kind"))
         if kind is not None and (kind, name) not in chosen:
             suggestions.append(
-                {"kind": kind, "column": name, "label": f"{STATISTIC_LABELS[kind]} of {name}"}
+                {
+                    "kind": kind,
+                    "column": name,
+                    "label": gettext("%(statistic)s of %(column)s")
+                    % {"statistic": STATISTIC_LABELS[kind], "column": name},
+                }
             )
     return suggestions
 
@@ -880,9 +885,12 @@ def wizard_statistics(request, pk: int):
                     for message in errors:
                         messages.error(
                             request,
-                            "The dataset's schema changed since the privacy definition was "
-                            f"chosen ({path.removeprefix('definition.')}: {message}): fix it "
-                            "on the Privacy step first.",
+                            gettext(
+                                "The dataset's schema changed since the privacy definition was "
+                                "chosen (%(field)s: %(message)s): fix it on the Privacy step "
+                                "first."
+                            )
+                            % {"field": path.removeprefix("definition."), "message": message},
                         )
                 else:
                     for message in errors:
@@ -957,11 +965,17 @@ def _back_to_fix(request, release: Release, errors: dict[str, list[str]]):
     if any(path.split(".")[0] == "definition" for path in errors):
         messages.error(
             request,
-            "Choose the privacy definition again: the dataset's schema changed since this "
-            f"draft was saved ({'; '.join(texts)}).",
+            gettext(
+                "Choose the privacy definition again: the dataset's schema changed since this "
+                "draft was saved (%(problems)s)."
+            )
+            % {"problems": "; ".join(texts)},
         )
         return redirect("wizard-privacy", pk=release.pk)
-    messages.error(request, f"Choose the statistics again: {'; '.join(texts)}")
+    messages.error(
+        request,
+        gettext("Choose the statistics again: %(problems)s") % {"problems": "; ".join(texts)},
+    )
     return redirect("wizard-statistics", pk=release.pk)
 
 

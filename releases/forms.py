@@ -17,16 +17,16 @@ KIND_CHOICES = [
     ("identifier", _("Identifier / not used")),
 ]
 STATISTIC_LABELS = {
-    "count": "Count of records",
-    "histogram": "Histogram",
-    "sum": "Sum",
-    "mean": "Mean",
-    "quantile": "Quantiles (median, quartiles…)",
-    "marginal": "Table of two columns",
-    "range_histogram": "Histogram for any range (numeric)",
-    "kmeans": "Clusters (k-means centres)",
-    "randomized_response": "Record-level file, randomized (categorical)",
-    "synthetic": "Synthetic table (record-level file)",
+    "count": _("Count of records"),
+    "histogram": _("Histogram"),
+    "sum": _("Sum"),
+    "mean": _("Mean"),
+    "quantile": _("Quantiles (median, quartiles…)"),
+    "marginal": _("Table of two columns"),
+    "range_histogram": _("Histogram for any range (numeric)"),
+    "kmeans": _("Clusters (k-means centres)"),
+    "randomized_response": _("Record-level file, randomized (categorical)"),
+    "synthetic": _("Synthetic table (record-level file)"),
 }
 
 
@@ -496,68 +496,81 @@ DEFAULT_CLUSTERS = 4
 
 
 class StatisticForm(forms.Form):
-    kind = forms.ChoiceField(choices=[(k, STATISTIC_LABELS[k]) for k in QUERY_KINDS])
+    kind = forms.ChoiceField(
+        label=_("Statistic"), choices=[(k, STATISTIC_LABELS[k]) for k in QUERY_KINDS]
+    )
     column = forms.ChoiceField(required=False)
     second_column = forms.ChoiceField(
-        required=False, label="Table across", help_text="Tables: the column across the top."
+        required=False, label=_("Table across"), help_text=_("Tables: the column across the top.")
     )
     columns = forms.MultipleChoiceField(
         required=False,
-        label="Columns of the clusters",
-        help_text="Clusters: the numeric columns whose centres are published (1 to 10).",
+        label=_("Columns of the clusters"),
+        help_text=_("Clusters: the numeric columns whose centres are published (1 to 10)."),
         widget=forms.CheckboxSelectMultiple,
     )
     table_columns = forms.MultipleChoiceField(
         required=False,
-        label="Columns of the synthetic table",
-        help_text="Synthetic table: 2 to 10 columns; a numeric one is cut into 10 equal bins "
-        "between its bounds, or into your own edges typed in Bins as "
-        "age: 0, 18, 65, 100; income: 0, 1000, 5000.",
+        label=_("Columns of the synthetic table"),
+        help_text=_(
+            "Synthetic table: 2 to 10 columns; a numeric one is cut into 10 equal bins "
+            "between its bounds, or into your own edges typed in Bins as "
+            "age: 0, 18, 65, 100; income: 0, 1000, 5000."
+        ),
         widget=forms.CheckboxSelectMultiple,
     )
     bins = forms.CharField(
         required=False,
-        label="Bins",
-        help_text="Numeric histograms and tables with a numeric column: edges from lower to "
-        "upper bound, e.g. 0, 18, 65, 100; histograms for any range: how many equal bins, e.g. 100",
+        label=_("Bins"),
+        help_text=_(
+            "Numeric histograms and tables with a numeric column: edges from lower to "
+            "upper bound, e.g. 0, 18, 65, 100; histograms for any range: how many equal bins, "
+            "e.g. 100"
+        ),
     )
     second_bins = forms.CharField(
         required=False,
-        label="Edges across",
-        help_text="Tables whose second column is numeric: its edges from lower to upper bound, "
-        "e.g. 0, 2, 5, 10",
+        label=_("Edges across"),
+        help_text=_(
+            "Tables whose second column is numeric: its edges from lower to upper bound, "
+            "e.g. 0, 2, 5, 10"
+        ),
     )
     k = forms.IntegerField(
         required=False,
         initial=DEFAULT_CLUSTERS,
-        label="k: number of clusters",
-        help_text="Clusters: how many centres, from 2 to 20.",
+        label=_("k: number of clusters"),
+        help_text=_("Clusters: how many centres, from 2 to 20."),
     )
     iterations = forms.IntegerField(
         required=False,
-        label="Iterations",
-        help_text="Clusters: rounds of the algorithm, from 1 to 20, each costing a share of ε; "
-        "leave empty: chosen from ε and the table's declared size, 2 to 7.",
-        widget=forms.NumberInput(attrs={"placeholder": "automatic"}),
+        label=_("Iterations"),
+        help_text=_(
+            "Clusters: rounds of the algorithm, from 1 to 20, each costing a share of ε; "
+            "leave empty: chosen from ε and the table's declared size, 2 to 7."
+        ),
+        widget=forms.NumberInput(attrs={"placeholder": _("automatic")}),
     )
     quantiles = forms.CharField(
         required=False,
-        label="Quantiles",
-        help_text="Quantiles: numbers between 0 and 1, e.g. 0.5 for the median, 0.25, 0.5, 0.75",
+        label=_("Quantiles"),
+        help_text=_("Quantiles: numbers between 0 and 1, e.g. 0.5 for the median, 0.25, 0.5, 0.75"),
         widget=forms.TextInput(attrs={"placeholder": "0.25, 0.5, 0.75"}),
     )
     groups = forms.MultipleChoiceField(
         required=False,
-        label="Only for these groups",
-        help_text="Leave empty for every record. Pick groups of one categorical column to "
-        "compute the statistic on their records only: statistics on different groups of one "
-        "column read different people, so they share the budget in parallel.",
+        label=_("Only for these groups"),
+        help_text=_(
+            "Leave empty for every record. Pick groups of one categorical column to "
+            "compute the statistic on their records only: statistics on different groups of one "
+            "column read different people, so they share the budget in parallel."
+        ),
     )
     weight = forms.FloatField(
         initial=1,
         min_value=0.001,
         max_value=1000,
-        label="Accuracy weight",
+        label=_("Accuracy weight"),
         widget=forms.NumberInput(attrs={"step": "any"}),
     )
 
@@ -607,7 +620,7 @@ class StatisticForm(forms.Form):
         data = super().clean()
         chosen = [json.loads(value) for value in data.get("groups") or []]
         if len({column for column, _ in chosen}) > 1:
-            self.add_error("groups", "Choose groups of one column.")
+            self.add_error("groups", _("Choose groups of one column."))
         elif chosen:
             data["where"] = {"column": chosen[0][0], "in": [bucket for _, bucket in chosen]}
         if data.get("kind") == "synthetic" and data.get("bins", "").strip():

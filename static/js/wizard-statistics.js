@@ -3,6 +3,12 @@
   "use strict";
   var form = document.getElementById("statistics-form");
   if (!form) { return; }
+  // Words come from the page, in its language: data-* attributes of the form, with {names}.
+  function phrase(name, values) {
+    return (form.getAttribute("data-" + name) || "").replace(/\{(\w+)\}/g, function (whole, key) {
+      return Object.prototype.hasOwnProperty.call(values || {}, key) ? values[key] : whole;
+    });
+  }
   var epsilon = parseFloat(form.dataset.epsilon);
   var body = document.querySelector("#statistics tbody");
   var template = document.getElementById("statistic-template");
@@ -49,7 +55,7 @@
     });
     if (grouped) {
       rows.forEach(function (row) {
-        row.querySelector(".share").textContent = "on the preview (groups share ε)";
+        row.querySelector(".share").textContent = phrase("groups-share");
       });
       return;
     }
@@ -104,8 +110,10 @@
       updateShares();
       refreshSuggestions();
       if (status) {
-        status.textContent = "Added " + button.textContent.replace(/^\+\s*/, "") +
-          " as statistic " + String(liveRows().length) + ".";
+        status.textContent = phrase("added", {
+          statistic: button.textContent.replace(/^\+\s*/, ""),
+          number: String(liveRows().length)
+        });
       }
       // The clicked button is now hidden: the focus moves on to the next suggestion, or to
       // the button that saves.
@@ -134,6 +142,12 @@
   "use strict";
   var form = document.getElementById("statistics-form");
   if (!form || !form.dataset.accuracyUrl) { return; }
+  // Words come from the page, in its language: data-* attributes of the form, with {names}.
+  function phrase(name, values) {
+    return (form.getAttribute("data-" + name) || "").replace(/\{(\w+)\}/g, function (whole, key) {
+      return Object.prototype.hasOwnProperty.call(values || {}, key) ? values[key] : whole;
+    });
+  }
   var csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
   var definition = JSON.parse(form.dataset.definition);
   var numericSource = document.getElementById("numeric-columns");
@@ -241,8 +255,10 @@
       var total = all.reduce(function (a, b) { return a + b; }, 0);
       var mine = all[rows.indexOf(row)];
       var release = mine > 0 ? needed * total / mine : needed;
-      out.textContent = needed === 0 ? "exact at no cost" :
-        "needs ε = " + String(Number(needed.toPrecision(3))) + " alone; release ε = " + String(Number(release.toPrecision(3))) + " with these weights";
+      out.textContent = needed === 0 ? phrase("exact") : phrase("needs", {
+        needed: String(Number(needed.toPrecision(3))),
+        release: String(Number(release.toPrecision(3)))
+      });
     });
   });
 }());

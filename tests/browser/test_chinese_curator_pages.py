@@ -84,6 +84,21 @@ def crawl(new_context, live_server, tmp_path, options: dict) -> dict[str, list[s
     page.goto(f"{page.url.split('?')[0]}?harm=low&releases=few")
     page.wait_for_selector("#suggestion")
     read("privacy suggestion")
+
+    # the statistics step, with a statistic added in one click and one's accuracy asked for
+    page.locator("#id_title").fill(TITLE)
+    page.locator("#privacy-form > p > button[type=submit]").click()
+    page.wait_for_selector("#statistics-form")
+    read("statistics")
+    page.locator(".quick-add").first.click()
+    wait_until(page, "document.getElementById('quick-add-status').textContent !== ''")
+    target = page.locator("tr.statistic-row .target").first
+    target.fill("10")
+    target.press("Tab")
+    wait_until(
+        page, "!['', '…'].includes(document.querySelector('tr.statistic-row .needed').textContent)"
+    )
+    read("statistics edited")
     return found
 
 
