@@ -69,7 +69,12 @@ from releases.services.releases import (
 from releases.services.runs import release_publish_again
 from releases.services.suggestions import dataset_schema_suggest
 from releases.services.versions import version_next_number
-from releases.translations import budget_reason, desiderata_translate
+from releases.translations import (
+    budget_reason,
+    chart_kind_names,
+    desiderata_translate,
+    statistics_translate,
+)
 
 WIZARD_STEPS = [
     ("privacy", gettext_lazy("Privacy")),
@@ -918,24 +923,50 @@ def wizard_statistics(request, pk: int):
 def accuracy_sentence(entry: dict, declared_size: int | None) -> str:
     half = entry["ci95_halfwidth"]
     if entry["mechanism"].startswith("none"):
-        return "Published exactly: the number of records is public under this definition."
+        return gettext("Published exactly: the number of records is public under this definition.")
     if half is None:
-        return "Declare an approximate number of records to see how accurate this mean will be."
+        return gettext(
+            "Declare an approximate number of records to see how accurate this mean will be."
+        )
     # Whole units from 10 up (±2,996); below, two significant digits (±0.0042, not ±0.00).
     amount = f"{half:,.0f}" if half >= 10 else format_significant(half, significant=2)
-    what = {
-        "count": "the published count is within ±{} of the true count",
-        "histogram": "each published bar is within ±{} of its true count",
-        "sum": "the published sum is within ±{} of the true sum",
-        "mean": "the published mean is within ±{} of the true mean"
-        + (f" (for about {declared_size:,} records)" if declared_size else ""),
-        "quantile": "each published quantile's rank is within ±{} records of the true quantile's",
-        "marginal": "each published cell of the table is within ±{} of its true count",
-        "range_histogram": "each published bin is within ±{} of its true count; any range's "
-        "answer, read on the release page, has its own interval (long ranges are far more "
-        "accurate than the sum of the bins' errors)",
-    }.get(entry["kind"], "the published value is within ±{} of the true value")
-    return "With 95% probability " + what.format(amount) + "."
+    kind = entry["kind"]
+    if kind == "mean" and declared_size:
+        return gettext(
+            "With 95%% probability the published mean is within ±%(amount)s of the true mean "
+            "(for about %(size)s records)."
+        ) % {"amount": amount, "size": f"{declared_size:,}"}
+    sentences = {
+        "count": gettext(
+            "With 95%% probability the published count is within ±%(amount)s of the true count."
+        ),
+        "histogram": gettext(
+            "With 95%% probability each published bar is within ±%(amount)s of its true count."
+        ),
+        "sum": gettext(
+            "With 95%% probability the published sum is within ±%(amount)s of the true sum."
+        ),
+        "mean": gettext(
+            "With 95%% probability the published mean is within ±%(amount)s of the true mean."
+        ),
+        "quantile": gettext(
+            "With 95%% probability each published quantile's rank is within ±%(amount)s "
+            "records of the true quantile's."
+        ),
+        "marginal": gettext(
+            "With 95%% probability each published cell of the table is within ±%(amount)s of "
+            "its true count."
+        ),
+        "range_histogram": gettext(
+            "With 95%% probability each published bin is within ±%(amount)s of its true count; "
+            "any range's answer, read on the release page, has its own interval (long ranges "
+            "are far more accurate than the sum of the bins' errors)."
+        ),
+    }
+    sentence = sentences.get(kind) or gettext(
+        "With 95%% probability the published value is within ±%(amount)s of the true value."
+    )
+    return sentence % {"amount": amount}
 
 
 def _epsilon_grid(epsilon: float, points: int = 25) -> list[float]:
@@ -1008,7 +1039,10 @@ def wizard_preview(request, pk: int):
         "epsilon": release.definition["epsilon"],
         "series": [
             {
-                "name": f"{row['label']}{' of ' + row['column'] if row['column'] else ''}",
+                "name": gettext("%(statistic)s of %(column)s")
+                % {"statistic": row["label"], "column": row["column"]}
+                if row["column"]
+                else str(row["label"]),
                 "x": [point["epsilon"] for point in curve],
                 "y": [point["errors"][index] for point in curve],
             }
@@ -1017,6 +1051,7 @@ def wizard_preview(request, pk: int):
     }
     context = _wizard_context(release, release.dataset, "preview")
     context["simulated"] = simulated
+    context["kind_names"] = chart_kind_names()
     # The value each numeric column's records get in the simulated table, once per column.
     context["schema_editable"] = not dataset_has_submissions(release.dataset)
     context["simulated_values"] = list(
@@ -1085,6 +1120,8 @@ def wizard_confirm(request, pk: int):
 @curator_required
 def release_status(request, pk: int):
     release = owned_release_get(request, pk)
+    statistics = selectors.release_statistics(release=release) if release.is_published else []
+    statistics_translate(statistics)
     return render(
         request,
         "curator/release_status.html",
@@ -1096,9 +1133,7 @@ def release_status(request, pk: int):
             )
             if release.is_published
             else None,
-            "statistics": selectors.release_statistics(release=release)
-            if release.is_published
-            else [],
+            "statistics": statistics,
             "can_publish_again": release.status == Release.Status.FAILED
             and release.answers.exists(),
         },

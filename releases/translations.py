@@ -528,3 +528,20 @@ def desiderata_translate(table: dict) -> dict:
             for row in table["rows"]
         ],
     }
+
+
+def chart_kind_names() -> dict[str, str]:
+    """How the preview's simulated charts name each kind of statistic in their titles: the
+    kind's own word in English (``sum of age``), its name in another language."""
+    return {
+        "count": pgettext("statistic kind in a chart title", "count"),
+        "histogram": pgettext("statistic kind in a chart title", "histogram"),
+        "sum": pgettext("statistic kind in a chart title", "sum"),
+        "mean": pgettext("statistic kind in a chart title", "mean"),
+        "quantile": pgettext("statistic kind in a chart title", "quantile"),
+        "marginal": pgettext("statistic kind in a chart title", "marginal"),
+        "range_histogram": pgettext("statistic kind in a chart title", "range_histogram"),
+        "kmeans": pgettext("statistic kind in a chart title", "kmeans"),
+        "randomized_response": pgettext("statistic kind in a chart title", "randomized_response"),
+        "synthetic": pgettext("statistic kind in a chart title", "synthetic"),
+    }

@@ -9,17 +9,15 @@
   var bar = document.getElementById("progress");
   var statusText = document.getElementById("status-text");
   var detail = document.getElementById("status-detail");
-  var labels = {
-    awaiting_approval: "Awaiting approval", queued: "Queued", running: "Running",
-    published: "Published", failed: "Failed", rejected: "Rejected"
-  };
+  // Each status's label, in the page's language: data-label-<status> attributes of the card.
+  function label(status) { return card.getAttribute("data-label-" + status.replace(/_/g, "-")); }
 
   function poll() {
     fetch(card.dataset.apiUrl, { headers: { "Accept": "application/json" }, credentials: "same-origin" })
       .then(function (response) { return response.json(); })
       .then(function (release) {
         bar.value = release.progress;
-        statusText.textContent = labels[release.status] || release.status;
+        statusText.textContent = label(release.status) || release.status;
         var finished = ["published", "failed", "rejected"].indexOf(release.status) >= 0;
         if (finished || (initial === "awaiting_approval" && release.status !== initial)) {
           window.location.reload();

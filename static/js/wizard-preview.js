@@ -14,6 +14,12 @@ function plotlyText(s) {
   var source = document.getElementById("error-chart-data");
   var target = document.getElementById("error-chart");
   if (!source || !target || !window.Plotly) { return; }
+  // Words come from the page, in its language: data-* attributes, with {names}.
+  function phrase(element, name, values) {
+    return (element.getAttribute("data-" + name) || "").replace(/\{(\w+)\}/g, function (whole, key) {
+      return Object.prototype.hasOwnProperty.call(values || {}, key) ? values[key] : whole;
+    });
+  }
   var chart = JSON.parse(source.textContent);
   var dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"];
   var symbols = ["circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down"];
@@ -30,7 +36,9 @@ function plotlyText(s) {
       line: { dash: dashes[index % dashes.length], color: colours[index % colours.length], width: 2 },
       // A marker on every fourth point: enough to tell the lines apart where they overlap.
       marker: { symbol: symbols[index % symbols.length], size: 8, maxdisplayed: 8 },
-      hovertemplate: plotlyText(series.name) + ": ε %{x:.3g} → error %{y:.3g}<extra></extra>"
+      hovertemplate: phrase(target, "hover", {
+        name: plotlyText(series.name), epsilon: "%{x:.3g}", error: "%{y:.3g}"
+      }) + "<extra></extra>"
     };
   });
   // Labels at every power of ten; over a narrow range, at 1, 2 and 5 times it (D2 ticks).
@@ -41,12 +49,12 @@ function plotlyText(s) {
   }
   window.Plotly.newPlot(target, traces, {
     margin: { t: 20, r: 10, b: 60, l: 70 },
-    xaxis: logAxis("ε of the whole release (log scale)", chart.series.length ? chart.series[0].x[0] : 0.1,
+    xaxis: logAxis(phrase(target, "x-title"), chart.series.length ? chart.series[0].x[0] : 0.1,
                    chart.series.length ? chart.series[0].x[chart.series[0].x.length - 1] : 10),
-    yaxis: logAxis("expected absolute error (log scale)", low > 0 && isFinite(low) ? low : 1, high > 0 ? high : 10),
+    yaxis: logAxis(phrase(target, "y-title"), low > 0 && isFinite(low) ? low : 1, high > 0 ? high : 10),
     shapes: [{ type: "line", x0: chart.epsilon, x1: chart.epsilon, yref: "paper", y0: 0, y1: 1,
                line: { dash: "dot", color: "#1d2430", width: 1 } }],
-    annotations: [{ x: Math.log10(chart.epsilon), yref: "paper", y: 1, text: "this release's ε",
+    annotations: [{ x: Math.log10(chart.epsilon), yref: "paper", y: 1, text: phrase(target, "this-epsilon"),
                     showarrow: false, yanchor: "bottom", font: { size: 11 } }],
     legend: { orientation: "h", y: -0.3 }
   }, { responsive: true, displaylogo: false });
@@ -58,18 +66,28 @@ function plotlyText(s) {
   var source = document.getElementById("simulated-data");
   var container = document.getElementById("simulated-charts");
   if (!source || !container || !window.Plotly) { return; }
+  // Words come from the page, in its language: data-* attributes, with {names}.
+  function phrase(element, name, values) {
+    return (element.getAttribute("data-" + name) || "").replace(/\{(\w+)\}/g, function (whole, key) {
+      return Object.prototype.hasOwnProperty.call(values || {}, key) ? values[key] : whole;
+    });
+  }
+  var namesSource = document.getElementById("kind-names");
+  var kindNames = namesSource ? JSON.parse(namesSource.textContent) : {};
   JSON.parse(source.textContent).forEach(function (stat, index) {
     // A statistic without a simulated example (too many bins to draw) gets no chart.
     if (stat.simulated === null) { return; }
     // Raw text for the DOM (textContent, attributes); plotlyText only for what Plotly draws.
-    var title = stat.kind + (stat.column ? " of " + stat.column : "") +
-      (stat.columns ? " of " + stat.columns.join(", ") : "");
+    var kind = kindNames[stat.kind] || stat.kind;
+    var title = stat.column ? phrase(container, "title", { statistic: kind, column: stat.column })
+      : stat.columns ? phrase(container, "title", { statistic: kind, column: stat.columns.join(", ") })
+      : kind;
     var target = document.createElement("div");
     target.className = "chart";
     target.id = "simulated-" + index;
     // A figure, not an image: Plotly puts buttons (its mode bar) inside, which an image hides.
     target.setAttribute("role", "figure");
-    target.setAttribute("aria-label", "Simulated " + title + " before and after noise");
+    target.setAttribute("aria-label", phrase(container, "label", { title: title }));
     container.appendChild(target);
     var labels, truth, noisy, minus, plus;
     if (stat.noisy !== null && typeof stat.noisy === "object") {
@@ -88,8 +106,8 @@ function plotlyText(s) {
     }
     var x = labels.map(plotlyText);
     window.Plotly.newPlot(target, [
-      { type: "bar", name: "simulated table", x: x, y: truth, marker: { color: "#b8c4dc" } },
-      { type: "bar", name: "with this release's noise", x: x, y: noisy, marker: { color: "#2457c5" },
+      { type: "bar", name: phrase(container, "truth"), x: x, y: truth, marker: { color: "#b8c4dc" } },
+      { type: "bar", name: phrase(container, "noisy"), x: x, y: noisy, marker: { color: "#2457c5" },
         error_y: { type: "data", symmetric: false, array: plus, arrayminus: minus } }
     ], {
       title: { text: plotlyText(title), font: { size: 14 } }, barmode: "group", height: 280,
