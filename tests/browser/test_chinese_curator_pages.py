@@ -11,9 +11,9 @@ from playwright.sync_api import Page
 
 from tests.browser.conftest import wait_until
 from tests.browser.test_chinese_pages import (
+    CHART_WORDS,
     CHINESE,
     ENGLISH,
-    CHART_WORDS,
     TITLE,
     VISIBLE_TEXTS,
     untranslated,
