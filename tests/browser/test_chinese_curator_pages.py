@@ -1,10 +1,11 @@
 """The curator's guided path in Simplified Chinese (issue 13, point 7): a curator whose browser
 prefers zh-Hans finds no interface text left in English from the upload (blank, and refused
 with its errors) through the dataset page, each step of the wizard (privacy, statistics, preview
-with its charts, confirmation) to the submitted release's page and the list of datasets. The same check as the public pages' (tests/browser/test_chinese_pages.py): data (the
-table's name, its columns and categories, the release's title), numbers, formulas, addresses,
-hashes and ``translate="no"`` are set aside; a run of three or more English words left is
-untranslated. The same crawl in English is its negative control."""
+with its charts, confirmation) to the submitted release's page and the list of datasets. The
+same check as the public pages' (tests/browser/test_chinese_pages.py): data (the table's name,
+its columns and categories, the release's title), numbers, formulas, addresses, hashes and
+``translate="no"`` are set aside; a run of three or more English words left is untranslated.
+The same crawl in English is its negative control."""
 
 import pytest
 from playwright.sync_api import Page
