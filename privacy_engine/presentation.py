@@ -36,6 +36,9 @@ DELTA_FIXED_FROM = Decimal("0.001")
 # The most significant digits ever used to tell values apart: more than a 30-place decimal or a
 # double holds.
 MAX_DIGITS = 60
+# The most digits added to tell values shown side by side apart: values that agree to 12
+# significant digits differ only by floating-point error, which a page must not show.
+MAX_DISTINGUISHING_DIGITS = 12
 
 # published_value's rounding directions: an interval's ends round outwards.
 _ROUNDING = {"nearest": ROUND_HALF_UP, "down": ROUND_FLOOR, "up": ROUND_CEILING}
@@ -119,11 +122,12 @@ def _scientific(number: Decimal, digits: int = 0) -> str:
 
 def distinguishing_digits(values: Iterable[Any], *, minimum: int) -> int:
     """The fewest significant digits, at least ``minimum``, at which values that differ are
-    still written differently once rounded (0.1 and 0.1001 need 4). Values that are not
-    numbers are ignored."""
+    still written differently once rounded (0.1 and 0.1001 need 4), up to 12: values that agree
+    to 12 digits read alike. Values that are not numbers are ignored."""
     numbers = {n for n in (to_decimal(v) for v in values) if n is not None}
     digits = max(1, minimum)
-    while digits < MAX_DIGITS and len({_significant(n, digits) for n in numbers}) < len(numbers):
+    limit = max(digits, MAX_DISTINGUISHING_DIGITS)
+    while digits < limit and len({_significant(n, digits) for n in numbers}) < len(numbers):
         digits += 1
     return digits
 
