@@ -60,9 +60,18 @@ from privacy_engine.schema import (
     schema_from_dict,
 )
 from privacy_engine.sensitivity import missing_is_public
+from privacy_engine.wording import gettext_noop, phrase
 
 # Bounds on one request's work: statistics per release (bins are bounded in kinds/histogram.py).
 MAX_QUERIES = 100
+
+MISSINGNESS_PUBLIC = gettext_noop(
+    "under this Blowfish policy whether {columns} is missing is not protected "
+    "(no fill value declared)"
+)
+MADE_CONSISTENT = gettext_noop(
+    "made consistent with statistics {numbers} of this release (shared totals agree)"
+)
 
 
 def exact_sum(values: Sequence[float]) -> Decimal:
@@ -502,10 +511,7 @@ def _disclose_public_missingness(
     ]
     if not names:
         return result
-    note = (
-        f"under this Blowfish policy whether {', '.join(names)} is missing is not protected "
-        "(no fill value declared)"
-    )
+    note = phrase(MISSINGNESS_PUBLIC, columns=", ".join(names))
     return dataclasses.replace(result, rule="; ".join(filter(None, [result.rule, note])))
 
 
@@ -523,7 +529,7 @@ def _consistent_across(statistics: tuple[StatisticResult, ...]) -> tuple[Statist
             group, consistency.make_consistent([tables[g] for g in group]), strict=True
         ):
             value, ci95 = tables[g].publish(cells)
-            note = f"made consistent with statistics {linked} of this release (shared totals agree)"
+            note = phrase(MADE_CONSISTENT, numbers=linked)
             out[holders[g]] = dataclasses.replace(
                 out[holders[g]],
                 value=value,

@@ -13,9 +13,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from privacy_engine.errors import EngineValidationError
+from privacy_engine.wording import CLAUSE_SEPARATOR, gettext_noop, phrase
 
-FROM_DATA_BOUNDS = "bounds taken from the data: they are disclosed exactly"
-FROM_DATA_CATEGORIES = "categories taken from the data: they are disclosed exactly"
+FROM_DATA_BOUNDS = gettext_noop("bounds taken from the data: they are disclosed exactly")
+FROM_DATA_CATEGORIES = gettext_noop("categories taken from the data: they are disclosed exactly")
+CLAMPED = gettext_noop("values clamped to [{lower}, {upper}]")
+NUMERIC_FILLED = gettext_noop("missing or non-numeric values replaced by {value}")
+NUMERIC_DROPPED = gettext_noop("missing or non-numeric values dropped")
+OUTSIDE_COUNTED = gettext_noop("values outside the declared categories counted as {value}")
+OUTSIDE_DROPPED = gettext_noop("values outside the declared categories dropped")
+MISSING_FILLED = gettext_noop("missing values replaced by {value}")
+MISSING_DROPPED = gettext_noop("missing values dropped")
+PERSON_RULE = gettext_noop(
+    "at most {rows} rows per {key} kept (first in file order); rows without a {key} dropped"
+)
+NOT_USED = gettext_noop("not used")
 
 # The largest table the engine answers, and the largest declared size. A public cap: sums are
 # computed exactly on a grid chosen from it and the bounds (exact_sums.py), never from the real
@@ -111,12 +123,15 @@ class NumericColumn:
         return max(abs(self.lower), abs(self.upper))
 
     def rule(self) -> str:
-        missing = f"replaced by {format_number(self.fill)}" if self.fill is not None else "dropped"
-        rule = (
-            f"values clamped to [{format_number(self.lower)}, {format_number(self.upper)}]; "
-            f"missing or non-numeric values {missing}"
+        clamped = phrase(CLAMPED, lower=format_number(self.lower), upper=format_number(self.upper))
+        missing = (
+            phrase(NUMERIC_FILLED, value=format_number(self.fill))
+            if self.fill is not None
+            else phrase(NUMERIC_DROPPED)
         )
-        return f"{FROM_DATA_BOUNDS}; {rule}" if self.from_data else rule
+        return CLAUSE_SEPARATOR.join(
+            [*([phrase(FROM_DATA_BOUNDS)] if self.from_data else []), clamped, missing]
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "lower": self.lower, "upper": self.upper}
@@ -178,10 +193,19 @@ class CategoricalColumn:
         return self.categories if self.other is None else (*self.categories, self.other)
 
     def rule(self) -> str:
-        outside = f"counted as '{self.other}'" if self.other is not None else "dropped"
-        missing = f"replaced by '{self.fill}'" if self.fill is not None else "dropped"
-        rule = f"values outside the declared categories {outside}; missing values {missing}"
-        return f"{FROM_DATA_CATEGORIES}; {rule}" if self.from_data else rule
+        outside = (
+            phrase(OUTSIDE_COUNTED, value=f"'{self.other}'")
+            if self.other is not None
+            else phrase(OUTSIDE_DROPPED)
+        )
+        missing = (
+            phrase(MISSING_FILLED, value=f"'{self.fill}'")
+            if self.fill is not None
+            else phrase(MISSING_DROPPED)
+        )
+        return CLAUSE_SEPARATOR.join(
+            [*([phrase(FROM_DATA_CATEGORIES)] if self.from_data else []), outside, missing]
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "categories": list(self.categories)}
@@ -201,7 +225,7 @@ class IdentifierColumn:
     kind: str = field(default="identifier", init=False)
 
     def rule(self) -> str:
-        return "not used"
+        return phrase(NOT_USED)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind}
@@ -238,10 +262,7 @@ class Schema:
     def person_rule(self) -> str | None:
         if self.person_key is None:
             return None
-        return (
-            f"at most {self.max_rows_per_person} rows per {self.person_key} kept (first in "
-            f"file order); rows without a {self.person_key} dropped"
-        )
+        return phrase(PERSON_RULE, rows=self.max_rows_per_person, key=self.person_key)
 
     def column(self, name: str) -> Column:
         return self.columns[name]

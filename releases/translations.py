@@ -3,9 +3,8 @@ and accounting the engine stored with each answer, chart labels, file names. The
 imports Django (DESIGN.md), so its English is translated here, in the web layer, at the time a
 page is rendered in the reader's language; the API and the files keep the stored English.
 
-Only the rules' clauses written in a known shape are translated (regular expressions below, one
-per clause the engine writes for columns, persons, groups and consistency); any other clause is
-shown as stored, in English.
+What the engine wrote is translated by the phrase that wrote it (privacy_engine/wording.py): the
+registered English template is the message id; a clause no phrase wrote is shown as stored.
 """
 
 import re
@@ -13,6 +12,7 @@ from collections.abc import Callable
 
 from django.utils.translation import gettext, ngettext, pgettext
 
+from privacy_engine.wording import CLAUSE_SEPARATOR, PHRASES, fill, phrase_match
 from releases import selectors
 from releases.apis.versions import VERSION_MESSAGE
 from releases.parsing import DATE_MESSAGE, NUL_MESSAGE
@@ -53,119 +53,70 @@ def file_label(label: str) -> str:
     return label
 
 
-def _values_clause(kind: str) -> Callable[[re.Match], str]:
-    def translate(match: re.Match) -> str:
-        return {
-            "numeric-fill": gettext("missing or non-numeric values replaced by %(value)s"),
-            "numeric-drop": gettext("missing or non-numeric values dropped"),
-            "missing-fill": gettext("missing values replaced by %(value)s"),
-            "missing-drop": gettext("missing values dropped"),
-            "outside-other": gettext("values outside the declared categories counted as %(value)s"),
-            "outside-drop": gettext("values outside the declared categories dropped"),
-        }[kind] % {"value": match.groupdict().get("value", "")}
-
-    return translate
+# The most clauses one phrase holds (the person rule holds a "; " of its own).
+def _longest_phrase() -> int:
+    return 1 + max((template.count(CLAUSE_SEPARATOR) for template in PHRASES), default=0)
 
 
-# One clause of a published rule: its English as the engine writes it, and its translation.
-_CLAUSES: list[tuple[re.Pattern, Callable[[re.Match], str]]] = [
-    (
-        re.compile(r"values clamped to \[(?P<lower>.+?), (?P<upper>[^\]]+)\]"),
-        lambda m: (
-            gettext("values clamped to [%(lower)s, %(upper)s]")
-            % {"lower": m["lower"], "upper": m["upper"]}
-        ),
-    ),
-    (
-        re.compile(r"missing or non-numeric values replaced by (?P<value>.+)"),
-        _values_clause("numeric-fill"),
-    ),
-    (re.compile(r"missing or non-numeric values dropped"), _values_clause("numeric-drop")),
-    (re.compile(r"missing values replaced by (?P<value>.+)"), _values_clause("missing-fill")),
-    (re.compile(r"missing values dropped"), _values_clause("missing-drop")),
-    (
-        re.compile(r"values outside the declared categories counted as (?P<value>.+)"),
-        _values_clause("outside-other"),
-    ),
-    (
-        re.compile(r"values outside the declared categories dropped"),
-        _values_clause("outside-drop"),
-    ),
-    (
-        re.compile(r"bounds taken from the data: they are disclosed exactly"),
-        lambda m: gettext("bounds taken from the data: they are disclosed exactly"),
-    ),
-    (
-        re.compile(r"categories taken from the data: they are disclosed exactly"),
-        lambda m: gettext("categories taken from the data: they are disclosed exactly"),
-    ),
-    (
-        re.compile(
-            r"at most (?P<rows>\d+) rows per (?P<key>.+) kept \(first in file order\); "
-            r"rows without a (?P=key) dropped"
-        ),
-        lambda m: (
-            gettext(
-                "at most %(rows)s rows per %(key)s kept (first in file order); rows without a "
-                "%(key)s dropped"
-            )
-            % {"rows": m["rows"], "key": m["key"]}
-        ),
-    ),
-    (
-        re.compile(
-            r"made consistent with statistics (?P<numbers>[\d, ]+) of this release "
-            r"\(shared totals agree\)"
-        ),
-        lambda m: (
-            gettext(
-                "made consistent with statistics %(numbers)s of this release (shared totals agree)"
-            )
-            % {"numbers": m["numbers"]}
-        ),
-    ),
-    (
-        re.compile(
-            r"under this Blowfish policy whether (?P<columns>.+) is missing is not protected "
-            r"\(no fill value declared\)"
-        ),
-        lambda m: (
-            gettext(
-                "under this Blowfish policy whether %(columns)s is missing is not protected "
-                "(no fill value declared)"
-            )
-            % {"columns": m["columns"]}
-        ),
-    ),
-]
-# The person rule holds a "; " of its own: joined back before clauses are matched.
-_PERSON_RULE = re.compile(r"(at most \d+ rows per .+ kept \(first in file order\)); (rows without)")
+def _phrase_text(text: str, depth: int) -> str | None:
+    """``text`` in the active language when a registered phrase wrote it, its values
+    translated in turn; None otherwise."""
+    found = phrase_match(text)
+    if found is None:
+        return None
+    template, values = found
+    return fill(
+        gettext(template), {name: engine_text(value, depth + 1) for name, value in values.items()}
+    )
 
 
-def _clause_text(clause: str) -> str:
-    for pattern, translate in _CLAUSES:
-        match = pattern.fullmatch(clause)
-        if match:
-            return translate(match)
+def _clause_text(clause: str, depth: int) -> str:
+    translated = _phrase_text(clause, depth)
+    if translated is not None:
+        return translated
     # A clause about one column of several ("age: values clamped to …").
-    column = re.fullmatch(r"(?P<column>[^:;]+): (?P<rest>.+)", clause)
-    if column and _clause_text(column["rest"]) != column["rest"]:
-        return pgettext("a rule about one column", "%(column)s: %(rule)s") % {
-            "column": column["column"],
-            "rule": _clause_text(column["rest"]),
-        }
+    column = re.fullmatch(r"(?P<column>[^:;]+): (?P<rest>.+)", clause, re.DOTALL)
+    if column:
+        rest = _phrase_text(column["rest"], depth)
+        if rest is not None:
+            return pgettext("a rule about one column", "%(column)s: %(rule)s") % {
+                "column": column["column"],
+                "rule": rest,
+            }
     return clause
 
 
-def rule_text(rule: str | None) -> str:
-    """A statistic's published rules (clauses joined by "; ") in the active language: each
-    clause the engine writes in a known shape translated, any other kept as stored."""
-    if not rule:
+def engine_text(text: str | None, depth: int = 0) -> str:
+    """English the engine wrote (privacy_engine/wording.py: a phrase, or clauses joined by
+    "; "), in the active language: each run of clauses a registered phrase wrote is translated
+    with its values; any other clause is shown as stored."""
+    if not text:
         return ""
-    joined = _PERSON_RULE.sub(lambda match: f"{match[1]}\x00{match[2]}", rule)
-    clauses = [clause.replace("\x00", "; ") for clause in joined.split("; ")]
+    if depth > 3 or len(text) > 20_000:  # values nest shallowly; stored texts are short
+        return text
+    clauses = text.split(CLAUSE_SEPARATOR)
+    if len(clauses) == 1:
+        return _clause_text(text, depth)
+    shown: list[str] = []
+    start = 0
+    while start < len(clauses):
+        for end in range(min(len(clauses), start + _longest_phrase()), start, -1):
+            joined = CLAUSE_SEPARATOR.join(clauses[start:end])
+            translated = _phrase_text(joined, depth) if end - start > 1 else None
+            if translated is not None:
+                shown.append(translated)
+                start = end
+                break
+        else:
+            shown.append(_clause_text(clauses[start], depth))
+            start += 1
     separator = pgettext("between the clauses of a rule", "; ")
-    return separator.join(_clause_text(clause) for clause in clauses)
+    return separator.join(shown)
+
+
+def rule_text(rule: str | None) -> str:
+    """A statistic's published rules (clauses joined by "; ") in the active language."""
+    return engine_text(rule)
 
 
 def part_role(role: str) -> str:

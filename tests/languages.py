@@ -12,11 +12,13 @@ from django.templatetags.i18n import BlockTranslateNode, TranslateNode
 
 BASE_DIR = Path(settings.BASE_DIR)
 CHINESE_CATALOGUE = BASE_DIR / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
-# Packages whose Python code may show text on pages (the engine never imports Django).
-WEB_PACKAGES = ("accounts", "audit", "config", "organisations", "releases")
+# Packages whose Python code may show text on pages; the engine's own English is marked with
+# privacy_engine.wording.gettext_noop (it never imports Django) and translated by the web layer.
+WEB_PACKAGES = ("accounts", "audit", "config", "organisations", "releases", "privacy_engine")
 TRANSLATING_CALLS = {
     "gettext": (None, 0),
     "gettext_lazy": (None, 0),
+    "gettext_noop": (None, 0),
     "ngettext": (None, 0),
     "ngettext_lazy": (None, 0),
     "pgettext": (0, 1),

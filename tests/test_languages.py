@@ -57,10 +57,21 @@ def test_the_catalogue_holds_every_message_the_templates_and_the_code_translate(
     assert sorted(key for key in held if key not in wanted) == []
 
 
+def test_every_phrase_the_engine_registers_is_a_literal_the_catalogue_can_hold():
+    # given every phrase the engine registers once all of it is imported
+    import privacy_engine  # noqa: F401 (registers the phrases)
+    from privacy_engine.wording import PHRASES
+
+    # then each was written as a literal template where makemessages finds it
+    literals = {message for (context, message) in code_messages() if context is None}
+    assert len(PHRASES) > 10
+    assert [template for template in PHRASES if template not in literals] == []
+
+
 def test_translations_keep_each_message_s_placeholders():
     # given every translated message
     catalogue = polib.pofile(str(CHINESE_CATALOGUE))
-    placeholder = re.compile(r"%\([a-z_]+\)s|%%|%\{[^}]*\}|<[^>]+>")
+    placeholder = re.compile(r"%\([a-z_]+\)s|%%|%\{[^}]*\}|<[^>]+>|\{\w+\}")
 
     # then each translation holds the same placeholders, percent signs and markup as its msgid
     differing = {

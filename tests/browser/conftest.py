@@ -113,3 +113,8 @@ def wait_until(page, expression: str, timeout_s: float = 30) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"Not true within {timeout_s} s: {expression}")
         page.wait_for_timeout(10)
+
+
+# Every page's states, shared by the accessibility scan and the Simplified Chinese crawl (imported
+# last: the walk uses wait_until above).
+from tests.browser.every_page import product  # noqa: E402, F401

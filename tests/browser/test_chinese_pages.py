@@ -54,12 +54,12 @@ VISIBLE_TEXTS = """() => {
 }"""
 
 
-def untranslated(texts: list[str]) -> list[str]:
+def untranslated(texts: list[str], data: list[str] = DATA) -> list[str]:
     """Runs of three or more English words in ``texts``, once the data in them is set aside:
-    the curator's names, URLs and paths, hashes, numbers and formulas."""
+    the curator's names (``data``), URLs and paths, hashes, numbers and formulas."""
     found = []
     for text in texts:
-        for name in sorted(DATA, key=len, reverse=True):
+        for name in sorted(data, key=len, reverse=True):
             text = text.replace(name, " ")
         text = re.sub(r"https?://\S+|/\S*", " ", text)  # addresses and paths
         text = re.sub(r"\b[0-9a-f]{16,}\b", " ", text)  # hashes

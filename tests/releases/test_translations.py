@@ -3,6 +3,8 @@
 
 import pytest
 from django.utils import translation
+from hypothesis import given
+from hypothesis import strategies as st
 
 from privacy_engine import CategoricalColumn, NumericColumn
 from releases.translations import file_label, part_role, problem_text, rule_text
@@ -79,3 +81,27 @@ def test_labels_roles_and_problems_read_in_chinese():
         assert part_role("choice of pair 1 (age × sex)") == "第 1 个列对的选择（age × sex）"
         assert problem_text("must be at most 200 characters") == "最多 200 个字符"
         assert problem_text("something new") == "something new"
+
+
+def test_a_clause_whose_value_is_itself_a_phrase_reads_in_chinese_throughout():
+    # given the rules of a histogram whose column's bounds came from the data, with an unknown
+    # clause between known ones
+    column = NumericColumn(lower=0, upper=10, from_data=True)
+    rule = "; ".join([column.rule(), "a clause no phrase wrote", "missing values dropped"])
+
+    # when shown in Chinese
+    with translation.override("zh-hans"):
+        shown = rule_text(rule)
+
+    # then every known clause is translated, the unknown one kept, in their order
+    parts = shown.split("；")
+    assert len(parts) == 5
+    assert parts[3] == "a clause no phrase wrote"
+    assert all(not any("a" <= c <= "z" for c in part) for i, part in enumerate(parts) if i != 3)
+
+
+@given(st.text(max_size=300))
+def test_any_stored_text_is_shown_without_an_error(text):
+    # whatever English a stored release holds, the page shows something, never an error
+    with translation.override("zh-hans"):
+        assert isinstance(rule_text(text), str)
