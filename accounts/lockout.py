@@ -9,12 +9,14 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils.translation import gettext_lazy
 from rest_framework.throttling import BaseThrottle
 
 from audit.context import client_network
 
-MESSAGE = (
-    "Too many failed logins for this account from your address: try again in {minutes} minutes."
+# Written in the reader's language (the API's clients get English unless they ask otherwise).
+MESSAGE = gettext_lazy(
+    "Too many failed logins for this account from your address: try again in %(minutes)s minutes."
 )
 # What a name that is no account is counted (and stored by django-axes) as: a password typed
 # into the username box by mistake must not be kept, and all such names from one client share
@@ -46,7 +48,7 @@ def login_username(request: HttpRequest, credentials: dict | None) -> str:
 
 def lockout_response(request: HttpRequest, original_response=None, credentials=None):
     seconds = int(settings.AXES_COOLOFF_TIME.total_seconds())
-    detail = MESSAGE.format(minutes=math.ceil(seconds / 60))
+    detail = MESSAGE % {"minutes": math.ceil(seconds / 60)}
     if request.path.startswith("/api/"):
         response: HttpResponse = JsonResponse({"detail": detail}, status=429)
     else:

@@ -4,6 +4,7 @@ from django import forms
 from django.contrib.auth import login, logout
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from accounts.services import user_login
@@ -30,7 +31,7 @@ def login_page(request):
         if user is not None:
             login(request, user)
             return redirect(next_url)
-        form.add_error(None, "That username and password do not match an active account.")
+        form.add_error(None, gettext("That username and password do not match an active account."))
     return render(request, "accounts/login.html", {"form": form, "next": next_url})
 
 

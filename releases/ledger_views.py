@@ -9,12 +9,13 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext, pgettext
 from django.views.decorators.http import require_POST
 
 from accounts.roles import Role, user_has_role
 from privacy_engine.accounting import ledger_spends_delta
 from privacy_engine.composition import composition_rules
-from releases import ledger_selectors, selectors
+from releases import ledger_selectors, selectors, translations
 from releases.models import BudgetIncrease, BudgetMovement, Dataset
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.ledger import (
@@ -50,33 +51,69 @@ def ledger_chart(rows: list[ledger_selectors.LedgerRow]) -> dict:
         if movement.release_id:
             about = movement.release.title
         elif movement.kind == BudgetMovement.Kind.OPENING:
-            about = "dataset created"
+            about = gettext("dataset created")
         else:
-            about = "budget raised"
+            about = gettext("budget raised")
         points.append(
             (
                 movement.at,
                 row.epsilon.total,
                 row.epsilon_committed,
                 row.epsilon.spent,
-                f"{movement.get_kind_display()} of ε {selectors.decimal_text(movement.epsilon)}"
-                f" · {plotly_text(about)}",
+                gettext("%(movement)s of ε %(epsilon)s")
+                % {
+                    "movement": movement.get_kind_display(),
+                    "epsilon": selectors.decimal_text(movement.epsilon),
+                }
+                + f" · {plotly_text(about)}",
             )
         )
     if points:
         last = points[-1]
-        points.append((max(timezone.now(), last[0]), *last[1:4], "now"))
+        points.append((max(timezone.now(), last[0]), *last[1:4], gettext("now")))
     return {
         "at": [point[0].isoformat() for point in points],
         "total": [float(point[1]) for point in points],
         "committed": [float(point[2]) for point in points],
         "spent": [float(point[3]) for point in points],
         "labels": [point[4] for point in points],
+        "names": {
+            "total": gettext("total"),
+            "committed": gettext("committed"),
+            "spent": gettext("spent"),
+        },
     }
 
 
+def composition_shown(composition: dict | None) -> dict:
+    """A movement's stored composition (the engine's English) as a page shows it, in the active
+    language: statistic titles, the group values joined with "or", the engine's sentences."""
+    if not composition:
+        return {}
+    shown = {
+        key: translations.engine_text(composition[key])
+        for key in ("rule", "groups", "sum_rule", "ledger", "note")
+        if composition.get(key)
+    }
+    shown["statistics"] = [
+        {
+            **share,
+            "title": translations.statistic_title(share.get("kind", "")),
+            "within": translations.engine_text(share.get("within")),
+            "where_values": pgettext("between values a group may take", " or ").join(
+                str(value) for value in (share.get("where") or {}).get("in", [])
+            ),
+        }
+        for share in composition.get("statistics") or []
+    ]
+    return shown
+
+
 def _page(request, dataset: Dataset, *, form_errors=None, form_values=None, status: int = 200):
-    rows = ledger_selectors.dataset_ledger_rows(dataset=dataset)
+    rows = [
+        (row, composition_shown(row.movement.composition))
+        for row in ledger_selectors.dataset_ledger_rows(dataset=dataset)
+    ]
     epsilon, delta = selectors.dataset_budget(dataset)
     is_compliance = user_has_role(request.user, Role.COMPLIANCE)
     return render(
@@ -87,7 +124,7 @@ def _page(request, dataset: Dataset, *, form_errors=None, form_values=None, stat
             "rows": rows,
             "budget": epsilon,
             "delta_budget": delta,
-            "chart": ledger_chart(rows),
+            "chart": ledger_chart([row for row, _ in rows]),
             "composition_rules": composition_rules(),
             "delta_top_up": ledger_spends_delta(dataset.ledger_kind),
             "increases": ledger_selectors.budget_increase_list(user=request.user, dataset=dataset),
@@ -118,7 +155,7 @@ def budget_increase_request_view(request, pk: int):
         budget_increase_request(dataset=dataset, user=request.user, **values)
     except ValidationFailed as error:
         return _page(request, dataset, form_errors=error.errors, form_values=values, status=400)
-    messages.success(request, "Request sent: compliance will approve or reject it.")
+    messages.success(request, gettext("Request sent: compliance will approve or reject it."))
     return redirect("dataset-ledger", pk=dataset.pk)
 
 
@@ -141,6 +178,10 @@ def budget_increase_decide_view(request, pk: int, decision: str):
         )
         messages.error(request, detail)
     else:
-        outcome = "approved" if decision == "approve" else "rejected"
-        messages.success(request, f"Request #{increase.pk} {outcome}.")
+        done = (
+            gettext("Request #%(number)s approved.")
+            if decision == "approve"
+            else gettext("Request #%(number)s rejected.")
+        )
+        messages.success(request, done % {"number": increase.pk})
     return redirect("dataset-ledger", pk=increase.dataset_id)

@@ -13,6 +13,7 @@ from django.db import models
 from django.db.models import Q
 from django.test.signals import setting_changed
 from django.utils.functional import LazyObject, empty
+from django.utils.translation import gettext_lazy as _
 
 
 class SettingRootStorage(FileSystemStorage):
@@ -76,15 +77,15 @@ DELTA_FIELD = {"max_digits": 40, "decimal_places": 30}
 
 
 class LedgerKind(models.TextChoices):
-    DIFFERENTIAL_PRIVACY = "differential_privacy", "Differential privacy"
-    BLOWFISH = "blowfish", "Blowfish policy"
+    DIFFERENTIAL_PRIVACY = "differential_privacy", _("Differential privacy")
+    BLOWFISH = "blowfish", _("Blowfish policy")
 
 
 class Dataset(models.Model):
     class Status(models.TextChoices):
-        PROCESSING = "processing", "Processing"
-        READY = "ready", "Ready"
-        FAILED = "failed", "Failed"
+        PROCESSING = "processing", _("Processing")
+        READY = "ready", _("Ready")
+        FAILED = "failed", _("Failed")
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="datasets"
@@ -185,18 +186,18 @@ class ReleaseSeries(models.Model):
 
 class Release(models.Model):
     class Status(models.TextChoices):
-        DRAFT = "draft", "Draft"
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        PUBLISHED = "published", "Published"
-        FAILED = "failed", "Failed"
+        DRAFT = "draft", _("Draft")
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        PUBLISHED = "published", _("Published")
+        FAILED = "failed", _("Failed")
         # A draft that can no longer run (its dataset's raw data was deleted), never submitted
         # and never charged; ``failure_reason`` says why.
-        CLOSED = "closed", "Closed"
+        CLOSED = "closed", _("Closed")
         # Submitted on a dataset that requires approval: its budget is reserved, and no worker
         # runs it until a compliance officer approves it (then queued) or rejects it (then
         # rejected, its reservation returned). See ReleaseApproval.
-        AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
+        AWAITING_APPROVAL = "awaiting_approval", _("Awaiting approval")
         REJECTED = "rejected", "Rejected"
 
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="releases")
@@ -253,8 +254,8 @@ class ReleaseApproval(models.Model):
     """A compliance officer's decision on a release awaiting approval (never its own curator's)."""
 
     class Decision(models.TextChoices):
-        APPROVED = "approved", "Approved"
-        REJECTED = "rejected", "Rejected"
+        APPROVED = "approved", _("Approved")
+        REJECTED = "rejected", _("Rejected")
 
     release = models.OneToOneField(Release, on_delete=models.PROTECT, related_name="approval")
     decision = models.CharField(max_length=20, choices=Decision.choices)
@@ -290,9 +291,9 @@ class LedgerEntry(models.Model):
     """A dataset's budget movement for one release: reserved on submit, then spent or returned."""
 
     class State(models.TextChoices):
-        RESERVED = "reserved", "Reserved"
-        SPENT = "spent", "Spent"
-        RETURNED = "returned", "Returned"
+        RESERVED = "reserved", _("Reserved")
+        SPENT = "spent", _("Spent")
+        RETURNED = "returned", _("Returned")
 
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="ledger")
     release = models.OneToOneField(Release, on_delete=models.PROTECT, related_name="ledger_entry")
@@ -335,9 +336,9 @@ class BudgetIncrease(models.Model):
     when a compliance officer (not the requester) approves it."""
 
     class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        APPROVED = "approved", "Approved"
-        REJECTED = "rejected", "Rejected"
+        PENDING = "pending", _("Pending")
+        APPROVED = "approved", _("Approved")
+        REJECTED = "rejected", _("Rejected")
 
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="budget_increases")
     requested_by = models.ForeignKey(
@@ -371,11 +372,11 @@ class BudgetMovement(models.Model):
     ledger page and API list these, with running totals summed from these rows alone."""
 
     class Kind(models.TextChoices):
-        OPENING = "opening", "Opening budget"
-        RESERVATION = "reservation", "Reservation"
-        SPEND = "spend", "Spend"
-        REFUND = "refund", "Refund"
-        TOP_UP = "top_up", "Top-up"
+        OPENING = "opening", _("Opening budget")
+        RESERVATION = "reservation", _("Reservation")
+        SPEND = "spend", _("Spend")
+        REFUND = "refund", _("Refund")
+        TOP_UP = "top_up", _("Top-up")
 
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="budget_movements")
     release = models.ForeignKey(

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.utils.translation import gettext
 
 from audit.chain import AuditAction, audit_record
 from releases.models import Dataset, LedgerEntry, Release, ReleaseApproval
@@ -23,9 +24,9 @@ def approval_comment_clean(comment: Any) -> str:
     return free_text_clean(
         comment,
         field="comment",
-        noun="The comment",
+        noun=gettext("The comment"),
         max_length=MAX_COMMENT_LENGTH,
-        missing="Say why: the curator and the audit trail see it.",
+        missing=gettext("Say why: the curator and the audit trail see it."),
     )
 
 

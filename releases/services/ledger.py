@@ -10,6 +10,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from audit.chain import AuditAction, audit_record
 from privacy_engine import Ledger
@@ -131,15 +132,17 @@ def budget_amount(
     both read amounts with it."""
     text = str(value).strip() if value is not None else ""
     if isinstance(value, bool) or not _NUMBER.fullmatch(text):
-        raise ValidationFailed({field: ["must be a number"]})
+        raise ValidationFailed({field: [gettext("must be a number")]})
     try:
         amount = Decimal(text)
     except InvalidOperation:
-        raise ValidationFailed({field: ["must be a number"]}) from None
+        raise ValidationFailed({field: [gettext("must be a number")]}) from None
     if not amount.is_finite() or amount < 0 or (amount == 0 and not allow_zero):
-        raise ValidationFailed({field: ["must be a number greater than 0"]})
+        raise ValidationFailed({field: [gettext("must be a number greater than 0")]})
     if at_most is not None and amount > at_most:
-        raise ValidationFailed({field: [f"must be at most {at_most} per request"]})
+        raise ValidationFailed(
+            {field: [gettext("must be at most %(limit)s per request") % {"limit": at_most}]}
+        )
     if amount >= MAX_BUDGET:
         raise ValidationFailed({field: ["is too large"]})
     # Below 10¹² with at most 30 places fits in 42 digits: compare at a precision that never
@@ -179,15 +182,19 @@ def budget_increase_request(
         except ValidationFailed as error:
             errors.update(error.errors)
     if amounts["delta"] and not ledger_spends_delta(dataset.ledger_kind):
-        errors["delta"] = ["no release on this dataset's ledger can be charged δ: raise ε only"]
+        errors["delta"] = [
+            gettext("no release on this dataset's ledger can be charged δ: raise ε only")
+        ]
     elif amounts["delta"] and dataset.budget_delta + amounts["delta"] >= 1:
         # The bound dataset creation sets (a total δ below 1).
-        errors["delta"] = ["the total δ must stay below 1"]
+        errors["delta"] = [gettext("the total δ must stay below 1")]
     reason = reason.strip() if isinstance(reason, str) else ""
     if not reason:
-        errors["reason"] = ["Say why the budget should be raised."]
+        errors["reason"] = [gettext("Say why the budget should be raised.")]
     elif len(reason) > MAX_REASON_LENGTH:
-        errors["reason"] = [f"Use at most {MAX_REASON_LENGTH} characters."]
+        errors["reason"] = [
+            gettext("Use at most %(count)s characters.") % {"count": MAX_REASON_LENGTH}
+        ]
     if errors:
         raise ValidationFailed(errors)
     with transaction.atomic():
@@ -217,7 +224,7 @@ def _comment(comment: Any) -> str:
     if comment is None:
         return ""
     if not isinstance(comment, str):
-        raise ValidationFailed({"comment": ["must be text"]})
+        raise ValidationFailed({"comment": [gettext("must be text")]})
     comment = comment.strip()
     if len(comment) > MAX_COMMENT_LENGTH:
         raise ValidationFailed({"comment": [f"Use at most {MAX_COMMENT_LENGTH} characters."]})

@@ -25,6 +25,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils.translation import gettext
 
 from audit.chain import AuditAction, audit_record
 from releases.models import Dataset, Release, private_storage
@@ -49,9 +50,9 @@ def raw_delete_reason_clean(reason: Any) -> str:
     return free_text_clean(
         reason,
         field="reason",
-        noun="The reason",
+        noun=gettext("The reason"),
         max_length=REASON_MAX_LENGTH,
-        missing="Say why the raw data is deleted.",
+        missing=gettext("Say why the raw data is deleted."),
     )
 
 

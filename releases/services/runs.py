@@ -56,6 +56,7 @@ from privacy_engine import (
 )
 from privacy_engine.engines import EngineChoice
 from privacy_engine.presentation import interval_halfwidth, published_value
+from privacy_engine.wording import gettext_noop, phrase
 from releases.models import (
     MICRODATA_PREFIX,
     LedgerEntry,
@@ -75,6 +76,11 @@ from releases.services.signed_metadata import release_configuration_file, releas
 from releases.services.signing import SigningKeyProblem, signing_key
 from releases.services.storage import local_copy, object_storage_uri
 
+# Why a release failed, stored in English (the API's); pages translate the phrase.
+STORING_FAILED = gettext_noop("Internal error while storing the release ({error}).")
+KEY_NEEDED = gettext_noop("Publication needs the installation's signing key, and {problem}.")
+TOO_LONG = gettext_noop("The release took longer than the time limit.")
+COMPUTING_FAILED = gettext_noop("Internal error while computing the release ({error}).")
 logger = logging.getLogger(__name__)
 
 CSV_FIELDS = [
@@ -822,7 +828,7 @@ def release_run(*, release_id: int, worker: str) -> None:
         logger.error("release %s failed with %s", release_id, type(error).__name__)
         release_fail(
             release_id=release_id,
-            reason=f"Internal error while storing the release ({type(error).__name__}).",
+            reason=phrase(STORING_FAILED, error=type(error).__name__),
             claim_token=claim_token,
         )
     except ReleaseFailure as failure:
@@ -833,13 +839,13 @@ def release_run(*, release_id: int, worker: str) -> None:
         logger.error("release %s: %s", release_id, problem)
         release_fail(
             release_id=release_id,
-            reason=f"Publication needs the installation's signing key, and {problem}.",
+            reason=phrase(KEY_NEEDED, problem=problem),
             claim_token=claim_token,
         )
     except SoftTimeLimitExceeded:
         release_fail(
             release_id=release_id,
-            reason="The release took longer than the time limit.",
+            reason=phrase(TOO_LONG),
             claim_token=claim_token,
         )
     except Exception as error:
@@ -847,7 +853,7 @@ def release_run(*, release_id: int, worker: str) -> None:
         logger.error("release %s failed with %s", release_id, type(error).__name__)
         release_fail(
             release_id=release_id,
-            reason=f"Internal error while computing the release ({type(error).__name__}).",
+            reason=phrase(COMPUTING_FAILED, error=type(error).__name__),
             claim_token=claim_token,
         )
 

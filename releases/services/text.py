@@ -5,6 +5,8 @@ or reorder what is shown."""
 import unicodedata
 from typing import Any
 
+from django.utils.translation import gettext
+
 from releases.services.errors import ValidationFailed
 
 # Unicode categories such text never holds: controls (Cc), invisible format characters (Cf:
@@ -31,18 +33,23 @@ def free_text_clean(value: Any, *, field: str, noun: str, max_length: int, missi
     ``field`` when it is missing (``missing`` says what to write), not text, longer than
     ``max_length`` or holds a refused character. ``noun`` starts the messages ("The reason")."""
     if value is not None and not isinstance(value, str):
-        raise ValidationFailed({field: [f"{noun} must be text."]})
+        raise ValidationFailed({field: [gettext("%(noun)s must be text.") % {"noun": noun}]})
     text = (value or "").replace("\r\n", "\n").replace("\r", "\n").strip()
     if not text:
         raise ValidationFailed({field: [missing]})
     if len(text) > max_length:
-        raise ValidationFailed({field: [f"Use at most {max_length} characters."]})
+        raise ValidationFailed(
+            {field: [gettext("Use at most %(count)s characters.") % {"count": max_length}]}
+        )
     if any(refused_character(character) for character in text):
         raise ValidationFailed(
             {
                 field: [
-                    f"{noun} must not contain control or invisible formatting characters "
-                    "(such as NUL, tab, a zero-width joiner or a right-to-left override)."
+                    gettext(
+                        "%(noun)s must not contain control or invisible formatting characters "
+                        "(such as NUL, tab, a zero-width joiner or a right-to-left override)."
+                    )
+                    % {"noun": noun}
                 ]
             }
         )

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext
 
 from audit.chain import AuditAction, audit_record
 from privacy_engine.versions import ValueChange, compare_published
@@ -40,9 +41,9 @@ def withdrawal_reason_clean(reason: Any) -> str:
     return free_text_clean(
         reason,
         field="reason",
-        noun="The reason",
+        noun=gettext("The reason"),
         max_length=REASON_MAX_LENGTH,
-        missing="Say why the version is withdrawn.",
+        missing=gettext("Say why the version is withdrawn."),
     )
 
 
