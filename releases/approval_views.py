@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from accounts.roles import Role, user_has_role
@@ -88,7 +89,7 @@ def approval_decide(request, pk: int, decision: str):
         decide(release=release, user=request.user, comment=request.POST.get("comment"))
     except ValidationFailed as error:
         for message in error.errors.get("comment", []):
-            messages.error(request, f"Comment: {message}")
+            messages.error(request, gettext("Comment: %(problem)s") % {"problem": message})
     except Conflict as refusal:
         messages.error(request, refusal.detail)
     else:

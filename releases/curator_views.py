@@ -529,8 +529,11 @@ def _draft_definition_update(request, release: Release, *, title: str, definitio
     )
     messages.warning(
         request,
-        "The dataset's schema changed since these statistics were chosen, and they no longer "
-        f"fit it, so they were removed from the draft ({removed}). Choose them again.",
+        gettext(
+            "The dataset's schema changed since these statistics were chosen, and they no "
+            "longer fit it, so they were removed from the draft (%(removed)s). Choose them again."
+        )
+        % {"removed": removed},
     )
     return updated
 
@@ -1083,8 +1086,11 @@ def wizard_confirm(request, pk: int):
         if data_columns and request.POST.get("confirm_data_derived") != "on":
             messages.error(
                 request,
-                "Confirm that you accept publishing the bounds or categories taken from the "
-                f"data ({', '.join(data_columns)}) exactly; nothing was submitted.",
+                gettext(
+                    "Confirm that you accept publishing the bounds or categories taken from the "
+                    "data (%(columns)s) exactly; nothing was submitted."
+                )
+                % {"columns": ", ".join(data_columns)},
             )
         else:
             try:
@@ -1151,7 +1157,10 @@ def release_publish_again_view(request, pk: int):
         messages.error(request, refusal.detail)
     else:
         messages.success(
-            request, "Queued again: its stored answers will be published (no new noise, no budget)."
+            request,
+            gettext(
+                "Queued again: its stored answers will be published (no new noise, no budget)."
+            ),
         )
     return redirect("release-status", pk=release.pk)
 

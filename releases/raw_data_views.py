@@ -3,6 +3,7 @@
 from django import forms
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from releases import selectors
@@ -47,11 +48,13 @@ def dataset_raw_delete_view(request, pk: int):
         else:
             messages.success(
                 request,
-                "The raw data was deleted. Published versions, the ledger and the audit trail "
-                "are kept; open drafts were closed.",
+                gettext(
+                    "The raw data was deleted. Published versions, the ledger and the audit trail "
+                    "are kept; open drafts were closed."
+                ),
             )
             return redirect("dataset-detail", pk=dataset.pk)
     for texts in form.errors.values():
         for text in texts:
-            messages.error(request, f"Nothing was deleted: {text}")
+            messages.error(request, gettext("Nothing was deleted: %(why)s") % {"why": text})
     return dataset_page_render(request, dataset, raw_delete_form=form)

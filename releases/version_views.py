@@ -5,7 +5,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy, pgettext
 from django.views.decorators.http import require_POST
 
 from releases import selectors
@@ -60,7 +60,7 @@ def _refused(request, error: ValidationFailed, outcome: str) -> None:
     """Each of a refusal's messages, after what did not happen."""
     for texts in error.errors.values():
         for text in texts:
-            messages.error(request, f"{outcome}: {text}")
+            messages.error(request, f"{outcome}{pgettext('after a refusal', ': ')}{text}")
 
 
 @curator_required
@@ -71,14 +71,17 @@ def release_withdraw_view(request, pk: int):
     try:
         release_withdraw(release=release, user=request.user, reason=request.POST.get("reason"))
     except ValidationFailed as error:
-        _refused(request, error, "Nothing was withdrawn")
+        _refused(request, error, gettext("Nothing was withdrawn"))
     except Conflict as refusal:
         messages.error(request, refusal.detail)
     else:
         messages.success(
             request,
-            f"Version {release.version} is withdrawn: it stays in the catalog, marked withdrawn "
-            "with your reason.",
+            gettext(
+                "Version %(version)s is withdrawn: it stays in the catalog, marked withdrawn "
+                "with your reason."
+            )
+            % {"version": release.version},
         )
     return redirect("release-status", pk=release.pk)
 
@@ -92,14 +95,16 @@ def release_new_version_view(request, pk: int):
     try:
         draft = release_new_version(release=release, user=request.user)
     except ValidationFailed as error:
-        _refused(request, error, "No new version was drafted")
+        _refused(request, error, gettext("No new version was drafted"))
     except Conflict as refusal:
         messages.error(request, refusal.detail)
     else:
         messages.success(
             request,
-            "A draft of the next version was made with the same definition and statistics. "
-            "Change them in the earlier steps, or submit it here.",
+            gettext(
+                "A draft of the next version was made with the same definition and statistics. "
+                "Change them in the earlier steps, or submit it here."
+            ),
         )
         return redirect("wizard-confirm", pk=draft.pk)
     return redirect("release-status", pk=release.pk)
