@@ -60,7 +60,11 @@ def _refused(request, error: ValidationFailed, outcome: str) -> None:
     """Each of a refusal's messages, after what did not happen."""
     for texts in error.errors.values():
         for text in texts:
-            messages.error(request, f"{outcome}{pgettext('after a refusal', ': ')}{text}")
+            messages.error(
+                request,
+                pgettext("what did not happen, then why", "%(outcome)s: %(problem)s")
+                % {"outcome": outcome, "problem": text},
+            )
 
 
 @curator_required
