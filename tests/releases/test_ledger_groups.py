@@ -131,7 +131,7 @@ def test_ledger_rows_say_how_groups_composed(curator_client, client, curator, da
     assert composition["charged"]["epsilon"] == "0.8"
     assert reservation["running"]["committed"] == "0.8"
     assert "sex: its groups&#x27; statistics compose in parallel" in page
-    assert "count where sex is F" in page
+    assert "Count where sex is F" in page
 
 
 def test_groups_count_sequentially_with_several_rows_per_person(curator_client, dataset, curator):
