@@ -64,9 +64,15 @@ def test_the_release_card_prints_on_a4_without_navigation(page, live_server, two
     assert "ε = 0.5" in text
     for record in first.files.all():
         assert record.sha256 in text
+    # each statistic's mechanism, sensitivity and noise scale: behind "Technical details"
+    details = page.locator(".card-mechanism p").first
+    assert not details.is_visible()
     screenshot(page, "release-card")
 
     page.emulate_media(media="print")
+    # and on paper, printed whether or not the reader opened them
+    assert details.is_visible()
+    assert "noise scale" in details.inner_text()
     widest = page.evaluate(WIDEST)
     hidden = page.evaluate(
         "[...document.querySelectorAll('nav, .site-header')].every("
