@@ -90,6 +90,7 @@ from privacy_engine.mechanisms import ExponentialMechanism, GaussianMechanism
 from privacy_engine.random_bits import ByteSource, random_words, system_random_bytes
 from privacy_engine.schema import NumericColumn, Schema
 from privacy_engine.sensitivity import histogram_sensitivity
+from privacy_engine.wording import CLAUSE_SEPARATOR, gettext_noop, phrase
 
 MIN_COLUMNS = 2
 MAX_COLUMNS = 10
@@ -110,6 +111,44 @@ FIT_ITERATIONS = 200
 MIN_VARIANCE = 1e-9
 # A probability of 0 in the start's log-potentials.
 TINY_PROBABILITY = 1e-30
+
+# The English of the statistic's rule, its parts and its simulated preview (wording.py: the web
+# layer translates each phrase; published releases keep the English).
+ONE_WAY = gettext_noop("ε = {epsilon} in all: every 1-way marginal measured with {mechanism} noise")
+ONE_WAY_DELTA = gettext_noop(
+    "ε = {epsilon}, δ = {delta} in all: every 1-way marginal measured with {mechanism} noise"
+)
+TWO_WAY = gettext_noop(
+    "the 2-way marginals {pairs} chosen as a maximum spanning tree by the exponential mechanism "
+    "on how badly the independent model of the noisy 1-way marginals predicts each pair, then "
+    "measured with {mechanism} noise"
+)
+FITTED = gettext_noop(
+    "fitted by Private-PGM (mbi) mirror descent and sampled from the fitted model "
+    "(post-processing: the rows carry no privacy cost beyond the noisy marginals)"
+)
+DRAWN_IN_BIN = gettext_noop("numeric values drawn uniformly within their bin")
+NOT_REAL = gettext_noop(
+    "the rows are not real records, and no error against the real table is computed or published"
+)
+SAMPLED = gettext_noop(
+    "the model's estimate of the number of records is {records}, so the table is a sample of "
+    "{rows} rows from it"
+)
+ONE_WAY_ROLE = gettext_noop("each column's counts")
+CHOICE_ROLE = gettext_noop("choice of pair {number} ({pair})")
+PAIRS_ROLE = gettext_noop("the chosen pairs' counts")
+SIMULATED_ERROR = gettext_noop(
+    "On a simulated table of {records} records of the declared shape, the model this release's "
+    "noise allows (before its final fit, which can move it a little either way) had each "
+    "column's shares off by {one_way} on average and each pair of columns' by {two_way} (the "
+    "worst pair {worst}), as total variation distance: the share of records that would have to "
+    "move to match. A real table's pairs that the spanning tree leaves out can fare worse."
+)
+SIMULATED_TABLE = gettext_noop(
+    "{records} records, independent columns: declared categories equally likely, bins in "
+    "proportion to their widths (public, never the real data)"
+)
 
 
 @dataclass(frozen=True)
@@ -417,25 +456,20 @@ class SyntheticKind(QueryKind):
             float(np.mean(two_way)),
             float(np.max(two_way)),
         )
-        sentence = (
-            f"on a simulated table of {n:,} records of the declared shape, the model this "
-            "release's noise allows (before its final fit, which can move it a little either "
-            f"way) had each column's shares off by {one_mean:.1%} on "
-            f"average and each pair of columns' by {two_mean:.1%} (the worst pair "
-            f"{two_max:.1%}), as total variation distance: the share of records that would have "
-            "to move to match. A real table's pairs that the spanning tree leaves out can "
-            "fare worse."
+        sentence = phrase(
+            SIMULATED_ERROR,
+            records=f"{n:,}",
+            one_way=f"{one_mean:.1%}",
+            two_way=f"{two_mean:.1%}",
+            worst=f"{two_max:.1%}",
         )
         return {
             "synthetic_error": {
                 "one_way_tvd_mean": one_mean,
                 "two_way_tvd_mean": two_mean,
                 "two_way_tvd_max": two_max,
-                "simulated_table": (
-                    f"{n:,} records, independent columns: declared categories equally likely, "
-                    "bins in proportion to their widths (public, never the real data)"
-                ),
-                "sentence": sentence[0].upper() + sentence[1:],
+                "simulated_table": phrase(SIMULATED_TABLE, records=f"{n:,}"),
+                "sentence": sentence,
             }
         }
 
@@ -458,18 +492,19 @@ class SyntheticKind(QueryKind):
         rows = min(MAX_SYNTHETIC_ROWS, max(1, round(records)))
         oneway, *_, pairs = planned.mechanisms
         guarantee = _guarantee(planned, measurements, names)
-        rules = "; ".join(f"{name}: {side.rule}" for name, side in zip(names, columns, strict=True))
-        sampled = (
-            f"; the model's estimate of the number of records is {records:,.0f}, so the table "
-            f"is a sample of {rows:,} rows from it"
-            if rows < round(records)
-            else ""
-        )
-        rule = (
-            f"{rules}; {guarantee}; fitted by Private-PGM (mbi) mirror descent and sampled from "
-            "the fitted model (post-processing: the rows carry no privacy cost beyond the noisy "
-            "marginals); numeric values drawn uniformly within their bin; the rows are not real "
-            "records, and no error against the real table is computed or published" + sampled
+        rule = CLAUSE_SEPARATOR.join(
+            [
+                *(f"{name}: {side.rule}" for name, side in zip(names, columns, strict=True)),
+                guarantee,
+                phrase(FITTED),
+                phrase(DRAWN_IN_BIN),
+                phrase(NOT_REAL),
+                *(
+                    [phrase(SAMPLED, records=f"{records:,.0f}", rows=f"{rows:,}")]
+                    if rows < round(records)
+                    else []
+                ),
+            ]
         )
         sizes = measurements.sizes
         marginals = [
@@ -544,24 +579,28 @@ def _parts(
         }
 
     return [
-        part("each column's counts", oneway),
+        part(phrase(ONE_WAY_ROLE), oneway),
         *(
-            part(f"choice of pair {index + 1} ({chosen[index]})", selector)
+            part(phrase(CHOICE_ROLE, number=index + 1, pair=chosen[index]), selector)
             for index, selector in enumerate(selectors)
         ),
-        part("the chosen pairs' counts", pairs),
+        part(phrase(PAIRS_ROLE), pairs),
     ]
 
 
 def _guarantee(planned: PlannedStatistic, measurements: Measurements, names: Sequence[str]) -> str:
     pairs = ", ".join(f"{names[i]} × {names[j]}" for i, j in measurements.pairs)
-    delta = f", δ = {planned.delta_spent:.3g}" if planned.delta_spent else ""
-    return (
-        f"ε = {planned.epsilon_spent:.6g}{delta} in all: every 1-way marginal measured with "
-        f"{planned.mechanisms[0].name} noise; the 2-way marginals {pairs} chosen as a maximum "
-        "spanning tree by the exponential mechanism on how badly the independent model of the "
-        f"noisy 1-way marginals predicts each pair, then measured with "
-        f"{planned.mechanisms[-1].name} noise"
+    epsilon = f"{planned.epsilon_spent:.6g}"
+    oneway = planned.mechanisms[0].name
+    return CLAUSE_SEPARATOR.join(
+        [
+            phrase(
+                ONE_WAY_DELTA, epsilon=epsilon, delta=f"{planned.delta_spent:.3g}", mechanism=oneway
+            )
+            if planned.delta_spent
+            else phrase(ONE_WAY, epsilon=epsilon, mechanism=oneway),
+            phrase(TWO_WAY, pairs=pairs, mechanism=planned.mechanisms[-1].name),
+        ]
     )
 
 

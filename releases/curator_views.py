@@ -73,6 +73,7 @@ from releases.translations import (
     budget_reason,
     chart_kind_names,
     desiderata_translate,
+    simulated_translate,
     statistics_translate,
 )
 
@@ -1053,7 +1054,7 @@ def wizard_preview(request, pk: int):
         ],
     }
     context = _wizard_context(release, release.dataset, "preview")
-    context["simulated"] = simulated
+    context["simulated"] = simulated_translate(simulated)
     context["kind_names"] = chart_kind_names()
     # The value each numeric column's records get in the simulated table, once per column.
     context["schema_editable"] = not dataset_has_submissions(release.dataset)

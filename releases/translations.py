@@ -121,22 +121,15 @@ def rule_text(rule: str | None) -> str:
 
 def part_role(role: str) -> str:
     """A part of a statistic (a mean's sum and count, k-means' counts and sums, a synthetic
-    table's measurements) named in the active language."""
+    table's measurements: phrases of privacy_engine/synthetic.py) named in the active
+    language."""
     roles = {
         "sum": gettext("sum"),
         "count": gettext("count"),
-        "each column's counts": gettext("each column's counts"),
-        "the chosen pairs' counts": gettext("the chosen pairs' counts"),
     }
     if role in roles:
         return roles[role]
-    choice = re.fullmatch(r"choice of pair (?P<number>\d+) \((?P<pair>.+)\)", role)
-    if choice:
-        return gettext("choice of pair %(number)s (%(pair)s)") % {
-            "number": choice["number"],
-            "pair": choice["pair"],
-        }
-    return role
+    return engine_text(role)
 
 
 # The accounting note of the Gaussian mechanism (privacy_engine/mechanisms.py).
@@ -167,6 +160,11 @@ def statistics_translate(statistics: list[dict]) -> None:
         if stat["kind"] == selectors.KMEANS_KIND:
             for cell in stat.get("cell_rows") or []:
                 cell["label"] = _cluster_label(cell["label"])
+        microdata = stat.get("microdata")
+        if isinstance(microdata, dict) and microdata.get("guarantee"):
+            # A synthetic table's guarantee, which the version page states under its rules (a
+            # copy: the stored microdata keeps its English).
+            stat["microdata"] = {**microdata, "guarantee": engine_text(microdata["guarantee"])}
 
 
 def _cluster_label(label: str) -> str:
@@ -404,67 +402,12 @@ def budget_reason(reason: str) -> str:
     return reason
 
 
-def _desiderata_words() -> dict[str, str]:
-    """The engine's desiderata table (privacy_engine.desiderata), each text in the active
-    language."""
-    return {
-        "Closed under post-processing": gettext("Closed under post-processing"),
-        "Anything computed from the release is as safe as the release.": gettext(
-            "Anything computed from the release is as safe as the release."
-        ),
-        "Composes with itself": gettext("Composes with itself"),
-        "Several releases together still have a known, additive guarantee.": gettext(
-            "Several releases together still have a known, additive guarantee."
-        ),
-        "Convex": gettext("Convex"),
-        "Randomly choosing between two safe mechanisms is still safe.": gettext(
-            "Randomly choosing between two safe mechanisms is still safe."
-        ),
-        "Protects every outcome": gettext("Protects every outcome"),
-        "No small probability δ in which the guarantee may fail.": gettext(
-            "No small probability δ in which the guarantee may fail."
-        ),
-        "Safe when the method is public": gettext("Safe when the method is public"),
-        "The mechanism can be published; only the random draws are secret.": gettext(
-            "The mechanism can be published; only the random draws are secret."
-        ),
-        "Who is protected from whom": gettext("Who is protected from whom"),
-        "ε-differential privacy": gettext("ε-differential privacy"),
-        "(ε, δ)-differential privacy": gettext("(ε, δ)-differential privacy"),
-        "Blowfish privacy (ε, P)": gettext("Blowfish privacy (ε, P)"),
-        "k-anonymity (comparison only, not offered)": gettext(
-            "k-anonymity (comparison only, not offered)"
-        ),
-        "Tables that differ by adding or removing one person's record; even whether someone is "
-        "in the table is protected.": gettext(
-            "Tables that differ by adding or removing one person's record; even whether "
-            "someone is in the table is protected."
-        ),
-        "Adding or removing one record, but the guarantee may fail with probability δ, so δ "
-        "must be far below 1/n.": gettext(
-            "Adding or removing one record, but the guarantee may fail with probability δ, so "
-            "δ must be far below 1/n."
-        ),
-        "Tables that differ by replacing one record with a value its policy graph connects; "
-        "the number of records is public.": gettext(
-            "Tables that differ by replacing one record with a value its policy graph "
-            "connects; the number of records is public."
-        ),
-        "None: it constrains what the output looks like, not what it reveals; two k-anonymous "
-        "releases can together identify a person.": gettext(
-            "None: it constrains what the output looks like, not what it reveals; two "
-            "k-anonymous releases can together identify a person."
-        ),
-    }
-
-
 def desiderata_translate(table: dict) -> dict:
-    """The desiderata table with its names, labels and texts in the active language; a text
-    the engine words otherwise stays as it is."""
-    words = _desiderata_words()
+    """The desiderata table (privacy_engine.desiderata: its names, labels and texts are engine
+    phrases) in the active language; a text the engine words otherwise stays as it is."""
 
     def word(text):
-        return words.get(text, text) if isinstance(text, str) else text
+        return engine_text(text) if isinstance(text, str) else text
 
     return {
         **table,
@@ -479,6 +422,29 @@ def desiderata_translate(table: dict) -> dict:
             for row in table["rows"]
         ],
     }
+
+
+def simulated_translate(simulated: list[dict] | None) -> list[dict] | None:
+    """The simulated preview (privacy_engine.guidance.simulated_preview) with the sentences the
+    page shows in the active language: k-means' objective ratio and a synthetic table's error,
+    both engine phrases. Copies: the API serves the engine's English."""
+    if simulated is None:
+        return None
+    shown = []
+    for entry in simulated:
+        entry = dict(entry)
+        ratio = entry.get("objective_ratio")
+        if isinstance(ratio, dict):
+            entry["objective_ratio"] = {**ratio, "sentence": engine_text(ratio.get("sentence"))}
+        error = entry.get("synthetic_error")
+        if isinstance(error, dict):
+            entry["synthetic_error"] = {
+                **error,
+                "sentence": engine_text(error.get("sentence")),
+                "simulated_table": engine_text(error.get("simulated_table")),
+            }
+        shown.append(entry)
+    return shown
 
 
 def chart_kind_names() -> dict[str, str]:

@@ -146,6 +146,7 @@ from privacy_engine.kinds.base import (
     register,
 )
 from privacy_engine.schema import NumericColumn, Schema
+from privacy_engine.wording import CLAUSE_SEPARATOR, gettext_noop, phrase
 
 # Bounds on one request's work: every iteration is one more pass over the table.
 MIN_K = 2
@@ -176,6 +177,68 @@ MIN_SIMULATED_RUNS = 5
 SIMULATED_DRAWS = 6_000
 MAX_SIMULATED_POINTS = 10_000
 SIMULATION_SEED = 0x5EED_C0FFEE
+
+# The English the statistic's rule and its simulated preview are written in (wording.py: the web
+# layer translates each phrase; published releases keep the English).
+LEFT_OUT = gettext_noop("a record missing a value in a column without a fill is left out")
+START = gettext_noop(
+    "{k} initial centroids from the Halton sequence over the declared bounds "
+    "(independent of the data)"
+)
+# The iterations clause, with how their number was chosen when the query left it automatic.
+ITERATIONS = gettext_noop(
+    "{iterations} iterations, each with ε/{parts} for the counts per cluster and ε/{parts} for "
+    "the sums per cluster of each value minus the middle of its column's bounds"
+)
+ITERATIONS_CHOSEN = gettext_noop(
+    "{iterations} iterations ({chosen}), each with ε/{parts} for the counts per cluster and "
+    "ε/{parts} for the sums per cluster of each value minus the middle of its column's bounds"
+)
+CHOSEN_DEFAULT = gettext_noop("chosen automatically: no declared size, so the default {default}")
+# Two phrases for one column and several: the English says "column" or "columns".
+CHOSEN_BY_RULE_ONE = gettext_noop(
+    "chosen automatically by Su et al.'s rule, as diffprivlib does, from ε, k, the {columns} "
+    "column and the declared size of about {size} records: from {low} to {high}"
+)
+CHOSEN_BY_RULE = gettext_noop(
+    "chosen automatically by Su et al.'s rule, as diffprivlib does, from ε, k, the {columns} "
+    "columns and the declared size of about {size} records: from {low} to {high}"
+)
+CROSSING = gettext_noop("the sensitivity covers a record moving from one cluster to another")
+KEPT = gettext_noop(
+    "a cluster whose noisy count is at most {threshold} keeps its previous centroid"
+)
+CLAMPED_CENTROIDS = gettext_noop("centroids clamped to the bounds")
+SIZE = gettext_noop("size is the last iteration's noisy count")
+INTERVAL = gettext_noop(
+    "each coordinate's interval covers the mean of that cluster's records with probability "
+    "≥ 95% (a kept centroid gets the whole range)"
+)
+# The simulated preview's sentence: {table} and {iterations} are phrases of their own (below).
+OBJECTIVE_RATIO = gettext_noop(
+    "On a simulated table of {table} in {k} well-separated clusters of equal size (never your "
+    "data), the private centroids' k-means objective (the sum of squared distances to the "
+    "nearest centroid) after {iterations} was typically {median}× that of k-means without "
+    "privacy from the same start: {low}× to {high}× from the 10th to the 90th percentile of "
+    "{runs} simulated releases (1× = no loss). Data whose clusters overlap more can fare "
+    "differently."
+)
+OBJECTIVE_RATIO_STUCK = gettext_noop(
+    "On a simulated table of {table} in {k} well-separated clusters of equal size (never your "
+    "data), the private centroids' k-means objective (the sum of squared distances to the "
+    "nearest centroid) after {iterations} was typically {median}× that of k-means without "
+    "privacy from the same start: {low}× to {high}× from the 10th to the 90th percentile of "
+    "{runs} simulated releases (1× = no loss). From that start, k-means without privacy itself "
+    "ends {stuck}× above the table's own clusters, and noise can shake centroids out of such a "
+    "clustering: a ratio below 1× means that, not a gain from privacy. Data whose clusters "
+    "overlap more can fare differently."
+)
+SIMULATED_RECORDS = gettext_noop("{records} records")
+SIMULATED_POINTS = gettext_noop(
+    "{records} records ({points} distinct points, each for about {each})"
+)
+ONE_ITERATION = gettext_noop("{count} iteration")
+SEVERAL_ITERATIONS = gettext_noop("{count} iterations")
 
 
 @dataclass(frozen=True)
@@ -519,18 +582,18 @@ class KMeansKind(QueryKind):
         value, ci95 = _published(
             query, request, centroids, updated, noisy_counts, count_part, sum_part
         )
-        rules = "; ".join(f"{name}: {schema.column(name).rule()}" for name in query.columns)
-        rule = (
-            f"{rules}; a record missing a value in a column without a fill is left out; "
-            f"{query.k} initial centroids from the Halton sequence over the declared bounds "
-            f"(independent of the data); {iterations} iterations{_chosen(query, schema)}, "
-            f"each with ε/{2 * iterations} for the counts per cluster and ε/{2 * iterations} "
-            "for the sums per cluster of each value minus the middle of its column's bounds; "
-            "the sensitivity covers a record moving from one cluster to another; a cluster "
-            f"whose noisy count is at most {threshold:.4g} keeps its previous centroid; "
-            "centroids clamped to the bounds; size is the last iteration's noisy count; each "
-            "coordinate's interval covers the mean of that cluster's records with probability "
-            "≥ 95% (a kept centroid gets the whole range)"
+        rule = CLAUSE_SEPARATOR.join(
+            [
+                *(f"{name}: {schema.column(name).rule()}" for name in query.columns),
+                phrase(LEFT_OUT),
+                phrase(START, k=query.k),
+                _iterations_clause(query, schema, iterations),
+                phrase(CROSSING),
+                phrase(KEPT, threshold=f"{threshold:.4g}"),
+                phrase(CLAMPED_CENTROIDS),
+                phrase(SIZE),
+                phrase(INTERVAL),
+            ]
         )
         parts = [
             {
@@ -553,18 +616,23 @@ class KMeansKind(QueryKind):
         )
 
 
-def _chosen(query: KMeans, schema: Schema) -> str:
-    """How the iterations were chosen, for the rule (empty when the query gave them)."""
+def _iterations_clause(query: KMeans, schema: Schema, iterations: int) -> str:
+    """The rule's clause on the iterations and the split of ε, saying how their number was
+    chosen when the query left it automatic."""
+    parts = 2 * iterations
     if query.iterations is not None:
-        return ""
+        return phrase(ITERATIONS, iterations=iterations, parts=parts)
     if schema.declared_size is None:
-        return f" (chosen automatically: no declared size, so the default {UNDECLARED_ITERATIONS})"
-    return (
-        " (chosen automatically by Su et al.'s rule, as diffprivlib does, from ε, k, the "
-        f"{len(query.columns)} column{'s' if len(query.columns) > 1 else ''} and the declared "
-        f"size of about {schema.declared_size:,} records: from {MIN_AUTOMATIC_ITERATIONS} to "
-        f"{MAX_AUTOMATIC_ITERATIONS})"
-    )
+        chosen = phrase(CHOSEN_DEFAULT, default=UNDECLARED_ITERATIONS)
+    else:
+        chosen = phrase(
+            CHOSEN_BY_RULE if len(query.columns) > 1 else CHOSEN_BY_RULE_ONE,
+            columns=len(query.columns),
+            size=f"{schema.declared_size:,}",
+            low=MIN_AUTOMATIC_ITERATIONS,
+            high=MAX_AUTOMATIC_ITERATIONS,
+        )
+    return phrase(ITERATIONS_CHOSEN, iterations=iterations, chosen=chosen, parts=parts)
 
 
 def _centroid_accuracy(
@@ -822,23 +890,25 @@ def simulated_objective_ratio(
     best = table.objective(table.blob_means())
     stuck = baseline / best if best > negligible else 1.0
     points = len(table.weights)
-    stands = f" ({points:,} distinct points, each for about {n / points:,.0f})"
-    sentence = (
-        f"On a simulated table of {n:,} records{stands if points < n else ''} in {query.k} "
-        "well-separated clusters of equal size (never your data), the private centroids' "
-        f"k-means objective (the sum of squared distances to the nearest centroid) after "
-        f"{iterations} iteration{'s' if iterations > 1 else ''} was typically {median:.2f}× "
-        "that of k-means without privacy from the same start: "
-        f"{low:.2f}× to {high:.2f}× from the 10th to the 90th percentile of {runs} simulated "
-        "releases (1× = no loss). "
+    sentence = phrase(
+        OBJECTIVE_RATIO_STUCK if stuck > 1.05 else OBJECTIVE_RATIO,
+        table=(
+            phrase(
+                SIMULATED_POINTS, records=f"{n:,}", points=f"{points:,}", each=f"{n / points:,.0f}"
+            )
+            if points < n
+            else phrase(SIMULATED_RECORDS, records=f"{n:,}")
+        ),
+        k=query.k,
+        iterations=phrase(
+            ONE_ITERATION if iterations == 1 else SEVERAL_ITERATIONS, count=iterations
+        ),
+        median=f"{median:.2f}",
+        low=f"{low:.2f}",
+        high=f"{high:.2f}",
+        runs=runs,
+        stuck=f"{stuck:.2f}",
     )
-    if stuck > 1.05:
-        sentence += (
-            "From that start, k-means without privacy itself ends "
-            f"{stuck:.2f}× above the table's own clusters, and noise can shake centroids out "
-            "of such a clustering: a ratio below 1× means that, not a gain from privacy. "
-        )
-    sentence += "Data whose clusters overlap more can fare differently."
     return {
         "median": median,
         "p10": low,
