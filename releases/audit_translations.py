@@ -148,3 +148,54 @@ def definition_kind_name(kind: str | None) -> str:
         "blowfish": pgettext("a privacy definition's code", "blowfish"),
     }
     return names.get(kind or "", kind or "")
+
+
+def audit_action_names() -> dict[str, str]:
+    """Each audit action (audit.chain.AuditAction) as the audit page names it: its code in
+    English (the filter's value, the CSV's and the API's), its meaning in another language."""
+    return {
+        "user.created": pgettext("audit action", "user.created"),
+        "user.login": pgettext("audit action", "user.login"),
+        "user.login_failed": pgettext("audit action", "user.login_failed"),
+        "user.logout": pgettext("audit action", "user.logout"),
+        "user.access_denied": pgettext("audit action", "user.access_denied"),
+        "user.tokens_revoked": pgettext("audit action", "user.tokens_revoked"),
+        "dataset.uploaded": pgettext("audit action", "dataset.uploaded"),
+        "dataset.converted": pgettext("audit action", "dataset.converted"),
+        "dataset.conversion_failed": pgettext("audit action", "dataset.conversion_failed"),
+        "dataset.raw_deleted": pgettext("audit action", "dataset.raw_deleted"),
+        "dataset.duplicate_upload_confirmed": pgettext(
+            "audit action", "dataset.duplicate_upload_confirmed"
+        ),
+        "dataset.schema_changed": pgettext("audit action", "dataset.schema_changed"),
+        "release.drafted": pgettext("audit action", "release.drafted"),
+        "release.draft_updated": pgettext("audit action", "release.draft_updated"),
+        "dataset.schema_suggested_from_data": pgettext(
+            "audit action", "dataset.schema_suggested_from_data"
+        ),
+        "release.submitted": pgettext("audit action", "release.submitted"),
+        "release.approval_requested": pgettext("audit action", "release.approval_requested"),
+        "release.approved": pgettext("audit action", "release.approved"),
+        "release.rejected": pgettext("audit action", "release.rejected"),
+        "dataset.approval_requirement_changed": pgettext(
+            "audit action", "dataset.approval_requirement_changed"
+        ),
+        "release.submission_refused": pgettext("audit action", "release.submission_refused"),
+        "budget.reserved": pgettext("audit action", "budget.reserved"),
+        "budget.spent": pgettext("audit action", "budget.spent"),
+        "budget.returned": pgettext("audit action", "budget.returned"),
+        "task.started": pgettext("audit action", "task.started"),
+        "task.noise_drawn": pgettext("audit action", "task.noise_drawn"),
+        "task.finished": pgettext("audit action", "task.finished"),
+        "task.failed": pgettext("audit action", "task.failed"),
+        "task.redelivered": pgettext("audit action", "task.redelivered"),
+        "release.requeued": pgettext("audit action", "release.requeued"),
+        "release.published": pgettext("audit action", "release.published"),
+        "release.downloaded": pgettext("audit action", "release.downloaded"),
+        "release.withdrawn": pgettext("audit action", "release.withdrawn"),
+        "budget.increase_requested": pgettext("audit action", "budget.increase_requested"),
+        "budget.increase_approved": pgettext("audit action", "budget.increase_approved"),
+        "budget.increase_rejected": pgettext("audit action", "budget.increase_rejected"),
+        "audit.rekeyed": pgettext("audit action", "audit.rekeyed"),
+        "audit.exported": pgettext("audit action", "audit.exported"),
+    }

@@ -456,6 +456,11 @@ def audit_page(request):
     ]
     events = selectors.audit_event_list(user=request.user, **filters)
     page = Paginator(events, AUDIT_PAGE_SIZE).get_page(params.get("page"))
+    # Each event's action named in the reader's language (its code in English).
+    action_names = audit_translations.audit_action_names()
+    page.object_list = list(page.object_list)
+    for event in page.object_list:
+        event.action_name = action_names.get(event.action, event.action)
     datasets = [
         {
             "dataset": d,
@@ -480,7 +485,7 @@ def audit_page(request):
             "pending_increases": ledger_selectors.budget_increase_list(
                 user=request.user, status="pending"
             ),
-            "actions": AuditAction.values,
+            "actions": [(code, action_names.get(code, code)) for code in AuditAction.values],
             "filters": params,
             "errors": errors,
             "query": query.urlencode(),

@@ -79,6 +79,9 @@ def test_the_audit_page_reads_in_chinese(published, compliance_user):
     assert "各数据集的隐私预算" in page
     assert "差分隐私" in page
     assert "将这些事件导出为 CSV" in page
+    # and each event's action is named, its code kept beside the name
+    assert "<td>发布已提交（release.submitted）</td>" in page
+    assert '<option value="release.submitted">发布已提交（release.submitted）</option>' in page
     assert "Hash chain intact" not in page
     assert "Privacy budget per dataset" not in page
 
@@ -102,6 +105,8 @@ def test_the_audit_page_in_english_is_the_one_written_before(published, complian
     ) in page
     assert "<td>Differential privacy</td>" in page
     assert "</a> (every page, oldest first)</p>" in page
+    assert "<td>release.submitted</td>" in page
+    assert '<option value="release.submitted">release.submitted</option>' in page
 
 
 def test_the_audit_page_s_filter_errors_read_in_chinese(compliance_user):
