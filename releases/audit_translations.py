@@ -199,3 +199,17 @@ def audit_action_names() -> dict[str, str]:
         "audit.rekeyed": pgettext("audit action", "audit.rekeyed"),
         "audit.exported": pgettext("audit action", "audit.exported"),
     }
+
+
+def audit_object_names() -> dict[str, str]:
+    """What an audit event is about (its ``object_type``) as the audit page names it: the code
+    in English, a noun in another language."""
+    return {
+        "audit_trail": pgettext("audit object", "audit_trail"),
+        "budget_increase": pgettext("audit object", "budget_increase"),
+        "dataset": pgettext("audit object", "dataset"),
+        "ledger_entry": pgettext("audit object", "ledger_entry"),
+        "release": pgettext("audit object", "release"),
+        "route": pgettext("audit object", "route"),
+        "user": pgettext("audit object", "user"),
+    }

@@ -456,11 +456,13 @@ def audit_page(request):
     ]
     events = selectors.audit_event_list(user=request.user, **filters)
     page = Paginator(events, AUDIT_PAGE_SIZE).get_page(params.get("page"))
-    # Each event's action named in the reader's language (its code in English).
+    # Each event's action and object named in the reader's language (their codes in English).
     action_names = audit_translations.audit_action_names()
+    object_names = audit_translations.audit_object_names()
     page.object_list = list(page.object_list)
     for event in page.object_list:
         event.action_name = action_names.get(event.action, event.action)
+        event.object_name = object_names.get(event.object_type, event.object_type)
     datasets = [
         {
             "dataset": d,

@@ -79,8 +79,9 @@ def test_the_audit_page_reads_in_chinese(published, compliance_user):
     assert "各数据集的隐私预算" in page
     assert "差分隐私" in page
     assert "将这些事件导出为 CSV" in page
-    # and each event's action is named, its code kept beside the name
+    # and each event's action and object are named, the action's code kept beside its name
     assert "<td>发布已提交（release.submitted）</td>" in page
+    assert f"<td>发布 {published.pk}</td>" in page
     assert '<option value="release.submitted">发布已提交（release.submitted）</option>' in page
     assert "Hash chain intact" not in page
     assert "Privacy budget per dataset" not in page
@@ -106,6 +107,7 @@ def test_the_audit_page_in_english_is_the_one_written_before(published, complian
     assert "<td>Differential privacy</td>" in page
     assert "</a> (every page, oldest first)</p>" in page
     assert "<td>release.submitted</td>" in page
+    assert f"<td>release {published.pk}</td>" in page
     assert '<option value="release.submitted">release.submitted</option>' in page
 
 
