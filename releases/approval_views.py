@@ -17,6 +17,7 @@ from releases.audit_translations import (
     decision_name,
     decision_refusal_text,
     definition_kind_name,
+    release_status_name,
 )
 from releases.curator_views import accuracy_sentence
 from releases.forms import STATISTIC_LABELS
@@ -81,6 +82,7 @@ def approval_review(request, pk: int):
             "release": release,
             "approval": approval,
             "decision": decision_name(approval.decision) if approval else None,
+            "status": release_status_name(release.status),
             "rows": rows,
             "truth_probability": epsilon_to_truth_probability(epsilon),
             "data_columns": release_columns_from_data(release=release),

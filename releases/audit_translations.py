@@ -213,3 +213,19 @@ def audit_object_names() -> dict[str, str]:
         "route": pgettext("audit object", "route"),
         "user": pgettext("audit object", "user"),
     }
+
+
+def release_status_name(status: str) -> str:
+    """A release's status as a label of the page's language, in Python (the words of
+    templates/partials/release_status_label.html, for a status inside a sentence)."""
+    names = {
+        "draft": gettext("Draft"),
+        "queued": gettext("Queued"),
+        "running": gettext("Running"),
+        "published": pgettext("a release's status", "Published"),
+        "failed": gettext("Failed"),
+        "closed": gettext("Closed"),
+        "awaiting_approval": gettext("Awaiting approval"),
+        "rejected": gettext("Rejected"),
+    }
+    return names.get(status, status)

@@ -140,12 +140,14 @@ def test_the_privacy_report_reads_in_chinese(published, compliance_user):
     assert "核算方式 差分隐私" in chinese
     assert "此数据集的任何发布在运行之前都须经合规人员批准" in chinese
     assert "ε-差分隐私, ε 0.3" in chinese
+    assert "<small>已发布</small>" in chinese
     assert "<small>已花费</small>" in chinese
     assert "提交时无需批准" in chinese
     assert "锚点（其签名元数据中的审计记录链头）" in chinese
     # and the English report keeps its codes and sentences
     assert "ledger Differential privacy · upload SHA-256" in english
     assert "pure_dp, ε 0.3" in english
+    assert "<small>Published</small>" in english
     assert "<small>spent</small>" in english
     assert "Not required when submitted" in english
 
@@ -163,6 +165,7 @@ def test_the_approvals_read_in_chinese(awaiting, officer):
     assert "等待批准的发布" in listing
     assert f"#{awaiting.pk} Ages" in listing
     assert "ε-差分隐私, ε 0.4" in listing
+    assert '提交。状态：<strong id="approval-status">等待批准</strong>。' in review
     assert "以下所有内容均来自该发布的计划" in review
     assert "整个发布如实回答的概率至多为 <strong>0.599</strong>" in review
     assert "花费：ε 0.4（提交时已预留）。" in review
@@ -177,6 +180,7 @@ def test_the_approvals_read_in_chinese(awaiting, officer):
         "nothing)."
     ) in english
     assert "<p>Charge: ε 0.4 (reserved at submission).</p>" in english
+    assert ' UTC. Status: <strong id="approval-status">Awaiting approval</strong>.</p>' in english
     assert f"Release #{awaiting.pk} of dataset #{awaiting.dataset_id} Clinic, submitted by " in (
         english
     )
