@@ -111,6 +111,37 @@ def test_the_audit_page_in_english_is_the_one_written_before(published, complian
     assert '<option value="release.submitted">release.submitted</option>' in page
 
 
+def test_a_broken_trail_reads_in_chinese(compliance_user, monkeypatch):
+    # given a trail whose chain is broken and whose budget tables differ from it
+    broken = {
+        "valid": False,
+        "events": 12,
+        "first_broken_event": 7,
+        "problem": "its content does not match its hash",
+        "budget_mismatches": [
+            {"dataset": 3, "what": "release 5: state", "table": "spent", "trail": "reserved"}
+        ],
+        "anchor_problems": [],
+    }
+    monkeypatch.setattr("releases.views.trail_verification", lambda **kwargs: broken)
+    client = officer_client(compliance_user)
+
+    # when the audit page is read in Chinese and in English
+    chinese = client.get("/audit/", **CHINESE).content.decode()
+    english = client.get("/audit/", **ENGLISH).content.decode()
+
+    # then the verdicts read in Chinese, the figures as the check found them
+    assert "哈希链在事件 #7 处断开（共 12 个事件）：它的内容与其哈希值不匹配。" in chinese
+    assert "数据集 3，release 5: state：预算表中为 spent，审计记录中为 reserved" in chinese
+    assert (
+        "Hash chain broken at event #7 (12 events): its content does not match its hash. "
+        "That event or one before it was altered or removed."
+    ) in english
+    assert (
+        "<li>dataset 3, release 5: state: the tables hold spent, the trail recorded reserved</li>"
+    ) in english
+
+
 def test_the_audit_page_s_filter_errors_read_in_chinese(compliance_user):
     # given a compliance officer
     client = officer_client(compliance_user)
