@@ -491,5 +491,6 @@ def audit_page(request):
             "filters": params,
             "errors": errors,
             "query": query.urlencode(),
+            "export_query": f"?{query.urlencode()}" if query.urlencode() else "",
         },
     )
