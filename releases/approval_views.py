@@ -13,6 +13,12 @@ from django.views.decorators.http import require_POST
 from accounts.roles import Role, user_has_role
 from privacy_engine import epsilon_to_truth_probability
 from releases import selectors
+from releases.audit_translations import (
+    decision_name,
+    decision_refusal_text,
+    definition_kind_name,
+    release_status_name,
+)
 from releases.curator_views import accuracy_sentence
 from releases.forms import STATISTIC_LABELS
 from releases.services.approvals import (
@@ -43,7 +49,12 @@ def approvals_list(request):
     return render(
         request,
         "audit/approvals.html",
-        {"releases": selectors.release_list_awaiting_approval(user=request.user)},
+        {
+            "releases": [
+                {"release": release, "kind": definition_kind_name(release.definition.get("kind"))}
+                for release in selectors.release_list_awaiting_approval(user=request.user)
+            ]
+        },
     )
 
 
@@ -55,6 +66,7 @@ def approval_review(request, pk: int):
     _compliance(request)
     release = _reviewable(request, pk)
     epsilon = float(release.definition["epsilon"])
+    approval = getattr(release, "approval", None)
     rows = [
         {
             **entry,
@@ -68,7 +80,9 @@ def approval_review(request, pk: int):
         "audit/approval.html",
         {
             "release": release,
-            "approval": getattr(release, "approval", None),
+            "approval": approval,
+            "decision": decision_name(approval.decision) if approval else None,
+            "status": release_status_name(release.status),
             "rows": rows,
             "truth_probability": epsilon_to_truth_probability(epsilon),
             "data_columns": release_columns_from_data(release=release),
@@ -91,13 +105,15 @@ def approval_decide(request, pk: int, decision: str):
         for message in error.errors.get("comment", []):
             messages.error(request, gettext("Comment: %(problem)s") % {"problem": message})
     except Conflict as refusal:
-        messages.error(request, refusal.detail)
+        messages.error(request, decision_refusal_text(refusal.detail))
     else:
         messages.success(
             request,
-            "Approved: the release is queued for a worker."
+            gettext("Approved: the release is queued for a worker.")
             if decision == "approve"
-            else "Rejected: the release will not run, and its reserved budget was returned.",
+            else gettext(
+                "Rejected: the release will not run, and its reserved budget was returned."
+            ),
         )
     return redirect("approval-review", pk=release.pk)
 
@@ -112,8 +128,8 @@ def dataset_approval_requirement(request, pk: int):
     dataset_approval_requirement_set(dataset=dataset, user=request.user, required=required)
     messages.success(
         request,
-        "Releases of this dataset now wait for a compliance officer's approval."
+        gettext("Releases of this dataset now wait for a compliance officer's approval.")
         if required
-        else "Releases of this dataset no longer need approval.",
+        else gettext("Releases of this dataset no longer need approval."),
     )
     return redirect("audit-dataset-report", pk=dataset.pk)

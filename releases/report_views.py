@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, render
 
 from accounts.roles import Role, user_has_role
 from audit.chain import AuditAction, audit_record
-from releases import ledger_selectors, selectors
+from releases import audit_translations, ledger_selectors, selectors
 from releases.ledger_views import ledger_chart
 from releases.parsing import audit_filters_parse
 from releases.services.runs import csv_cell
@@ -53,10 +53,25 @@ def dataset_privacy_report(request, pk: int):
             "dataset": dataset,
             "budget": epsilon,
             "delta_budget": delta,
+            "ledger": audit_translations.ledger_kind_name(dataset.ledger_kind),
             "chart": ledger_chart(ledger_selectors.dataset_ledger_rows(dataset=dataset)),
-            "releases": selectors.dataset_privacy_report(dataset=dataset),
+            "releases": [
+                _report_row_shown(row) for row in selectors.dataset_privacy_report(dataset=dataset)
+            ],
         },
     )
+
+
+def _report_row_shown(row: dict) -> dict:
+    """A release's row of the report with its codes (definition kind, ledger state, decision)
+    named in the active language; the English names are the codes the page showed before."""
+    approval = getattr(row["release"], "approval", None)
+    return {
+        **row,
+        "kind": audit_translations.definition_kind_name((row["definition"] or {}).get("kind")),
+        "ledger_state_text": audit_translations.ledger_state_name(row["ledger_state"]),
+        "decision": audit_translations.decision_name(approval.decision) if approval else None,
+    }
 
 
 class _Echo:

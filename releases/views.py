@@ -16,7 +16,7 @@ from accounts.roles import Role, user_has_role
 from audit.chain import AuditAction
 from privacy_engine import EngineValidationError, NumericColumn, format_number
 from privacy_engine.kinds.range_histogram import bin_edges, range_sum
-from releases import ledger_selectors, selectors
+from releases import audit_translations, ledger_selectors, selectors
 from releases.apis.throttles import RangeQueryThrottle
 from releases.apis.versions import permanent_url, release_withdrawal
 from releases.parsing import (
@@ -450,16 +450,28 @@ def audit_page(request):
     params = request.GET
     filters, field_errors = audit_filters_parse(params)
     errors = [
-        f"{field.capitalize()} {message}."
+        audit_translations.filter_problem_text(field, message)
         for field, messages in field_errors.items()
         for message in messages
     ]
     events = selectors.audit_event_list(user=request.user, **filters)
     page = Paginator(events, AUDIT_PAGE_SIZE).get_page(params.get("page"))
+    # Each event's action and object named in the reader's language (their codes in English).
+    action_names = audit_translations.audit_action_names()
+    object_names = audit_translations.audit_object_names()
+    page.object_list = list(page.object_list)
+    for event in page.object_list:
+        event.action_name = action_names.get(event.action, event.action)
+        event.object_name = object_names.get(event.object_type, event.object_type)
     datasets = [
-        {"dataset": d, "epsilon": selectors.dataset_budget(d)[0]}
+        {
+            "dataset": d,
+            "epsilon": selectors.dataset_budget(d)[0],
+            "ledger": audit_translations.ledger_kind_name(d.ledger_kind),
+        }
         for d in selectors.dataset_list_for_compliance(user=request.user)
     ]
+    chain = trail_verification(datasets=selectors.dataset_ids_for_compliance(user=request.user))
     query = params.copy()
     query.pop("page", None)
     return render(
@@ -467,16 +479,18 @@ def audit_page(request):
         "audit/events.html",
         {
             "page": page,
-            "chain": trail_verification(
-                datasets=selectors.dataset_ids_for_compliance(user=request.user)
-            ),
+            "chain": {
+                **chain,
+                "problem_text": audit_translations.chain_problem_text(chain["problem"]),
+            },
             "datasets": datasets,
             "pending_increases": ledger_selectors.budget_increase_list(
                 user=request.user, status="pending"
             ),
-            "actions": AuditAction.values,
+            "actions": [(code, action_names.get(code, code)) for code in AuditAction.values],
             "filters": params,
             "errors": errors,
             "query": query.urlencode(),
+            "export_query": f"?{query.urlencode()}" if query.urlencode() else "",
         },
     )
