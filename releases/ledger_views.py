@@ -9,11 +9,12 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext, pgettext
 from django.views.decorators.http import require_POST
 
 from accounts.roles import Role, user_has_role
 from privacy_engine.accounting import ledger_spends_delta
-from privacy_engine.composition import composition_rules
+from privacy_engine.composition import composition_sentences
 from releases import ledger_selectors, selectors
 from releases.models import BudgetIncrease, BudgetMovement, Dataset
 from releases.services.errors import Conflict, ValidationFailed
@@ -23,7 +24,13 @@ from releases.services.ledger import (
     budget_increase_reject,
     budget_increase_request,
 )
+from releases.translations import engine_text
 from releases.views import plotly_text
+
+# What releases/services/ledger.py writes of a movement reserved before the journal existed.
+BEFORE_JOURNAL_NOTE = (
+    "reserved before the journal existed: amounts as its ledger entry records them"
+)
 
 
 def _curator_or_compliance(view):
@@ -50,22 +57,21 @@ def ledger_chart(rows: list[ledger_selectors.LedgerRow]) -> dict:
         if movement.release_id:
             about = movement.release.title
         elif movement.kind == BudgetMovement.Kind.OPENING:
-            about = "dataset created"
+            about = gettext("dataset created")
         else:
-            about = "budget raised"
+            about = gettext("budget raised")
+        label = gettext("%(movement)s of ε %(amount)s · %(about)s") % {
+            "movement": _movement_kind(movement.kind),
+            "amount": selectors.decimal_text(movement.epsilon),
+            "about": plotly_text(about),
+        }
         points.append(
-            (
-                movement.at,
-                row.epsilon.total,
-                row.epsilon_committed,
-                row.epsilon.spent,
-                f"{movement.get_kind_display()} of ε {selectors.decimal_text(movement.epsilon)}"
-                f" · {plotly_text(about)}",
-            )
+            (movement.at, row.epsilon.total, row.epsilon_committed, row.epsilon.spent, label)
         )
     if points:
         last = points[-1]
-        points.append((max(timezone.now(), last[0]), *last[1:4], "now"))
+        now = pgettext("the last point of the ledger's chart", "now")
+        points.append((max(timezone.now(), last[0]), *last[1:4], now))
     return {
         "at": [point[0].isoformat() for point in points],
         "total": [float(point[1]) for point in points],
@@ -75,8 +81,56 @@ def ledger_chart(rows: list[ledger_selectors.LedgerRow]) -> dict:
     }
 
 
+def _movement_kind(kind: str) -> str:
+    """A budget movement's kind (BudgetMovement.Kind's label) in the active language."""
+    kinds = {
+        BudgetMovement.Kind.OPENING: gettext("Opening budget"),
+        BudgetMovement.Kind.RESERVATION: gettext("Reservation"),
+        BudgetMovement.Kind.SPEND: gettext("Spend"),
+        BudgetMovement.Kind.REFUND: gettext("Refund"),
+        BudgetMovement.Kind.TOP_UP: gettext("Top-up"),
+    }
+    return kinds.get(kind, kind)
+
+
+def composition_text(composition: dict) -> dict:
+    """A movement's composition (privacy_engine/composition.py) with the engine's English in the
+    active language, for the page; the stored row, the API and the audit trail keep the
+    English."""
+    shown = dict(composition)
+    for key in ("rule", "sum_rule", "ledger", "groups", "note"):
+        if isinstance(shown.get(key), str):
+            shown[key] = engine_text(shown[key])
+    if shown.get("note") == BEFORE_JOURNAL_NOTE:
+        shown["note"] = gettext(
+            "reserved before the journal existed: amounts as its ledger entry records them"
+        )
+    if isinstance(shown.get("statistics"), list):
+        shown["statistics"] = [
+            {**share, "within": engine_text(share.get("within"))}
+            if isinstance(share, dict) and isinstance(share.get("within"), str)
+            else share
+            for share in shown["statistics"]
+        ]
+    return shown
+
+
+def composition_rules_text() -> str:
+    """The ledger's composition rules in the active language, one sentence at a time: a space
+    after a sentence that ends as English does, none after a full-width stop (Chinese)."""
+    shown = ""
+    for sentence in composition_sentences():
+        if shown and not shown.endswith("。"):
+            shown += " "
+        shown += engine_text(sentence)
+    return shown
+
+
 def _page(request, dataset: Dataset, *, form_errors=None, form_values=None, status: int = 200):
     rows = ledger_selectors.dataset_ledger_rows(dataset=dataset)
+    for row in rows:
+        # Only this page's copy of the row: the page shows it, nothing saves it.
+        row.movement.composition = composition_text(row.movement.composition or {})
     epsilon, delta = selectors.dataset_budget(dataset)
     is_compliance = user_has_role(request.user, Role.COMPLIANCE)
     return render(
@@ -88,7 +142,7 @@ def _page(request, dataset: Dataset, *, form_errors=None, form_values=None, stat
             "budget": epsilon,
             "delta_budget": delta,
             "chart": ledger_chart(rows),
-            "composition_rules": composition_rules(),
+            "composition_rules": composition_rules_text(),
             "delta_top_up": ledger_spends_delta(dataset.ledger_kind),
             "increases": ledger_selectors.budget_increase_list(user=request.user, dataset=dataset),
             "is_owner": dataset.owner_id == request.user.pk,
