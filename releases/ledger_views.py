@@ -78,6 +78,12 @@ def ledger_chart(rows: list[ledger_selectors.LedgerRow]) -> dict:
         "committed": [float(point[2]) for point in points],
         "spent": [float(point[3]) for point in points],
         "labels": [point[4] for point in points],
+        # The lines' names, in the reader's language (static/js/ledger-chart.js).
+        "names": {
+            "total": pgettext("a line of the ledger's chart", "total"),
+            "committed": pgettext("a line of the ledger's chart", "committed"),
+            "spent": pgettext("a line of the ledger's chart", "spent"),
+        },
     }
 
 

@@ -21,10 +21,12 @@
     };
   }
 
+  // The lines' names come from the page, in its language.
+  var names = chart.names || { total: "total", committed: "committed", spent: "spent" };
   window.Plotly.newPlot(target, [
-    line("total", chart.total, "#1d2430", "dash"),
-    line("committed", chart.committed, "#c77700"),
-    line("spent", chart.spent, "#c0392b")
+    line(names.total, chart.total, "#1d2430", "dash"),
+    line(names.committed, chart.committed, "#c77700"),
+    line(names.spent, chart.spent, "#c0392b")
   ], {
     margin: { t: 20, r: 10, b: 40, l: 50 },
     xaxis: { type: "date" },
