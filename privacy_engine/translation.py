@@ -167,8 +167,8 @@ def blowfish_explanation(
 
 def _within_groups(groups: list[list[str]], epsilon: float) -> str:
     listed = [", ".join(group) for group in groups]
-    if len(listed) == 1:
-        return phrase(WITHIN_GROUP, groups=listed[0], epsilon=f"{epsilon:g}")
+    if len(listed) < 2:
+        return phrase(WITHIN_GROUP, groups="".join(listed), epsilon=f"{epsilon:g}")
     return CLAUSE_SEPARATOR.join(
         [
             phrase(WITHIN_GROUPS_FIRST, group=listed[0]),
