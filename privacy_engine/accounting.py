@@ -17,6 +17,7 @@ from typing import Any
 
 from privacy_engine.definitions import ApproxDP, Blowfish, Definition, PureDP
 from privacy_engine.footprint import Footprint
+from privacy_engine.wording import gettext_noop, phrase
 
 DIFFERENTIAL_PRIVACY = "differential_privacy"
 BLOWFISH = "blowfish"
@@ -28,6 +29,26 @@ LEDGER_PLACES = Decimal("1e-12")
 # decimal places) holds every δ from MIN_DELTA (1e-30) up.
 DELTA_SIGNIFICANT_DIGITS = 15
 DELTA_PLACES = Decimal("1e-30")
+
+
+# The ledger's words (privacy_engine/wording.py: phrases the web layer translates for its pages;
+# the ledger's rows, the API and the audit trail keep the English).
+DIFFERENTIAL_PRIVACY_LEDGER = gettext_noop("differential privacy")
+BLOWFISH_LEDGER = gettext_noop("the Blowfish policy {policy}")
+PURE_ON_BLOWFISH = gettext_noop("ε-DP on a Blowfish ledger: charged 2ε")
+APPROX_ON_BLOWFISH = gettext_noop("(ε, δ)-DP on a Blowfish ledger: charged 2ε and (1 + e^ε)·δ")
+BLOWFISH_AS_COMPOSED = gettext_noop(
+    "Blowfish release on its own policy's ledger: charged as composed"
+)
+DIFFERENTIAL_PRIVACY_AS_COMPOSED = gettext_noop("differential-privacy ledger: charged as composed")
+BLOWFISH_ON_DIFFERENTIAL_PRIVACY = gettext_noop(
+    "This dataset's budget is accounted under differential privacy; a Blowfish release "
+    "protects less (only neighbours along its policy's graph) and cannot be charged to it."
+)
+OTHER_POLICY = gettext_noop(
+    "This dataset's budget is accounted under {ledger}; a release under a different Blowfish "
+    "policy cannot be added to it, because the two guarantees do not compose into one."
+)
 
 
 class IncompatibleLedger(ValueError):
@@ -42,8 +63,8 @@ class Ledger:
 
     def describe(self) -> str:
         if self.kind == DIFFERENTIAL_PRIVACY:
-            return "differential privacy"
-        return f"the Blowfish policy {json.dumps(self.policy, sort_keys=True)}"
+            return phrase(DIFFERENTIAL_PRIVACY_LEDGER)
+        return phrase(BLOWFISH_LEDGER, policy=json.dumps(self.policy, sort_keys=True))
 
 
 def canonical_policy(policy: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -107,9 +128,9 @@ def ledger_conversion(*, definition_kind: str, ledger_kind: str) -> str | None:
     ``ledger_kind``, or None when the ledger charges the release as composed. The one source of
     these words: the ledger's rows, its page and the wizard's charge all show them."""
     if ledger_kind == BLOWFISH and definition_kind == PureDP.kind:
-        return "ε-DP on a Blowfish ledger: charged 2ε"
+        return phrase(PURE_ON_BLOWFISH)
     if ledger_kind == BLOWFISH and definition_kind == ApproxDP.kind:
-        return "(ε, δ)-DP on a Blowfish ledger: charged 2ε and (1 + e^ε)·δ"
+        return phrase(APPROX_ON_BLOWFISH)
     return None
 
 
@@ -119,8 +140,8 @@ def ledger_rule(*, definition_kind: str, ledger_kind: str) -> str:
     if conversion is not None:
         return conversion
     if definition_kind == Blowfish.kind:
-        return "Blowfish release on its own policy's ledger: charged as composed"
-    return "differential-privacy ledger: charged as composed"
+        return phrase(BLOWFISH_AS_COMPOSED)
+    return phrase(DIFFERENTIAL_PRIVACY_AS_COMPOSED)
 
 
 LEDGER_RULES = (
@@ -154,19 +175,11 @@ def ledger_charge(
     own ``definition``. Raises :class:`IncompatibleLedger` for a mix that cannot be accounted."""
     if ledger.kind == DIFFERENTIAL_PRIVACY:
         if isinstance(definition, Blowfish):
-            raise IncompatibleLedger(
-                "This dataset's budget is accounted under differential privacy; a Blowfish "
-                "release protects less (only neighbours along its policy's graph) and cannot be "
-                "charged to it."
-            )
+            raise IncompatibleLedger(phrase(BLOWFISH_ON_DIFFERENTIAL_PRIVACY))
         return epsilon, delta
     if isinstance(definition, Blowfish):
         if canonical_policy(definition.policy.to_dict()) != canonical_policy(ledger.policy):
-            raise IncompatibleLedger(
-                f"This dataset's budget is accounted under {ledger.describe()}; a release under "
-                "a different Blowfish policy cannot be added to it, because the two guarantees "
-                "do not compose into one."
-            )
+            raise IncompatibleLedger(phrase(OTHER_POLICY, ledger=ledger.describe()))
         return epsilon, Decimal(0)
     if isinstance(definition, PureDP):
         return _ceil(2 * epsilon), Decimal(0)

@@ -19,29 +19,71 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from privacy_engine.accounting import LEDGER_RULES, Ledger, ledger_conversion, ledger_rule
+from privacy_engine.accounting import Ledger, ledger_conversion, ledger_rule
 from privacy_engine.definitions import Blowfish, Definition
 from privacy_engine.footprint import Footprint, exact_text, records_in_parallel
 from privacy_engine.kinds import PlannedStatistic, kind_of
 from privacy_engine.kinds.restricted import restriction_of
 from privacy_engine.release import ReleasePlan, exact_sum
+from privacy_engine.wording import CLAUSE_SEPARATOR, gettext_noop, phrase
 
-SUM_RULE = (
+# The composition's words: phrases the web layer translates for its pages
+# (privacy_engine/wording.py); the ledger's rows, the API and the audit trail keep the English.
+SUM_RULE = gettext_noop(
     "ε = Σ εᵢ: the charge is the exact sum of the statistics' shares rounded up to the ledger's "
     "12 decimal places (δ: up to 15 significant digits), never below it"
+)
+SEQUENTIAL = gettext_noop("sequential")
+SEQUENTIAL_GROUPS = gettext_noop("sequential, parallel over groups")
+PARALLEL_CELLS = gettext_noop("parallel over {cells} disjoint cells")
+ROWS_IN_ONE_DRAW = gettext_noop("one draw whose sensitivity covers all {rows} rows of a person")
+MOVING_ROWS_IN_ONE_DRAW = gettext_noop(
+    "one draw whose sensitivity covers all {rows} rows of a person, each of which may move "
+    "between cells"
+)
+MOVING_RECORD_IN_ONE_DRAW = gettext_noop(
+    "one draw whose sensitivity covers a record moving between cells"
+)
+EXACT_FREE = gettext_noop("exact: public under this definition, so it costs no ε")
+SEQUENTIAL_PARTS_EACH = gettext_noop("sequential over its {parts} noisy parts, each {each}")
+SEQUENTIAL_PARTS = gettext_noop("sequential over its {parts} noisy parts")
+ONE_NOISY_ANSWER = gettext_noop("one noisy answer")
+GROUPS_PARALLEL = gettext_noop(
+    "{column}: its groups' statistics compose in parallel, charged the largest group's "
+    "ε = {epsilon} ({groups})"
+)
+# The ledger page's rules, one phrase a sentence (composition_sentences).
+RULES_SEQUENTIAL = gettext_noop("The statistics of one release add up (sequential: {sum_rule}).")
+RULES_PARALLEL = gettext_noop(
+    "Inside one statistic, cells that each person's data falls in at most one of cost its ε "
+    "once (parallel), when each person has one row and neighbours add or remove a record; with "
+    "several rows per person, or under Blowfish (a replacement can move a record between "
+    "cells), the statistic is one draw whose sensitivity covers all of a person's rows, or the "
+    "move."
+)
+RULES_GROUPS = gettext_noop(
+    "Statistics restricted to disjoint groups of a categorical column compose in parallel, "
+    "within a release and across releases, on the same conditions: the budget is charged what "
+    "the worst-off person loses, everyone's ε plus, per column, its largest group's."
+)
+# "Then " and accounting.LEDGER_RULES: a literal, so that the catalogue holds it (a test checks
+# that it says LEDGER_RULES).
+RULES_LEDGER = gettext_noop(
+    "Then an ε-DP release on a Blowfish ledger is charged 2ε, and an (ε, δ)-DP one 2ε and "
+    "(1 + e^ε)·δ (replacing a record is removing one and adding another); a Blowfish release "
+    "cannot be charged to a differential-privacy ledger, nor to another policy's."
 )
 
 
 def _cells_words(cells: int, *, rows_per_person: int, definition: Definition | None) -> str:
     """How one draw over ``cells`` such cells composes."""
     if records_in_parallel(rows_per_person=rows_per_person, definition=definition):
-        return f"parallel over {cells} disjoint cells"
+        return phrase(PARALLEL_CELLS, cells=cells)
     if rows_per_person > 1:
-        words = f"one draw whose sensitivity covers all {rows_per_person} rows of a person"
         if isinstance(definition, Blowfish):
-            words += ", each of which may move between cells"
-        return words
-    return "one draw whose sensitivity covers a record moving between cells"
+            return phrase(MOVING_ROWS_IN_ONE_DRAW, rows=rows_per_person)
+        return phrase(ROWS_IN_ONE_DRAW, rows=rows_per_person)
+    return phrase(MOVING_RECORD_IN_ONE_DRAW)
 
 
 def statistic_within(
@@ -56,33 +98,34 @@ def statistic_within(
     the release's, which decide whether those cells compose in parallel."""
     noisy = sum(1 for m in statistic.mechanisms if m.epsilon_spent or m.delta_spent)
     if noisy == 0:
-        return "exact: public under this definition, so it costs no ε"
+        return phrase(EXACT_FREE)
     each = None
     if cells is not None:
         each = _cells_words(cells, rows_per_person=rows_per_person, definition=definition)
     if each is not None and noisy == 1:
         return each
     if each is not None:
-        return f"sequential over its {noisy} noisy parts, each {each}"
+        return phrase(SEQUENTIAL_PARTS_EACH, parts=noisy, each=each)
     if noisy > 1:
-        return f"sequential over its {noisy} noisy parts"
-    return "one noisy answer"
+        return phrase(SEQUENTIAL_PARTS, parts=noisy)
+    return phrase(ONE_NOISY_ANSWER)
+
+
+def composition_sentences() -> list[str]:
+    """The sentences of :func:`composition_rules`, each written by one phrase, so that a page
+    can show each in its reader's language."""
+    return [
+        phrase(RULES_SEQUENTIAL, sum_rule=phrase(SUM_RULE)),
+        phrase(RULES_PARALLEL),
+        phrase(RULES_GROUPS),
+        phrase(RULES_LEDGER),
+    ]
 
 
 def composition_rules() -> str:
     """The ledger page's statement of how releases are charged: the same rules, in the same
     words, as each row's composition."""
-    return (
-        f"The statistics of one release add up (sequential: {SUM_RULE}). Inside one statistic, "
-        "cells that each person's data falls in at most one of cost its ε once (parallel), "
-        "when each person has one row and neighbours add or remove a record; with several rows "
-        "per person, or under Blowfish (a replacement can move a record between cells), the "
-        "statistic is one draw whose sensitivity covers all of a person's rows, or the move. "
-        "Statistics restricted to disjoint groups of a categorical column compose in parallel, "
-        "within a release and across releases, on the same conditions: the budget is charged "
-        "what the worst-off person loses, everyone's ε plus, per column, its largest group's. "
-        f"Then {LEDGER_RULES}."
-    )
+    return " ".join(composition_sentences())
 
 
 @dataclass(frozen=True)
@@ -141,10 +184,10 @@ class ReleaseComposition:
 
     def to_dict(self) -> dict[str, Any]:
         out = {
-            "rule": "sequential, parallel over groups" if self.groups else "sequential",
+            "rule": phrase(SEQUENTIAL_GROUPS) if self.groups else phrase(SEQUENTIAL),
             "definition": self.definition,
             "statistics": [share.to_dict() for share in self.statistics],
-            "sum_rule": SUM_RULE,
+            "sum_rule": phrase(SUM_RULE),
             "epsilon": exact_text(self.epsilon),
             "delta": exact_text(self.delta),
             "ledger": self.ledger,
@@ -186,10 +229,14 @@ def _groups_words(footprint: Footprint) -> str | None:
         largest = max(per_group.values())
         worst = [name for name, amount in per_group.items() if amount == largest]
         columns.append(
-            f"{column}: its groups' statistics compose in parallel, charged the largest "
-            f"group's ε = {exact_text(largest)} ({', '.join(worst)})"
+            phrase(
+                GROUPS_PARALLEL,
+                column=column,
+                epsilon=exact_text(largest),
+                groups=", ".join(worst),
+            )
         )
-    return "; ".join(columns)
+    return CLAUSE_SEPARATOR.join(columns)
 
 
 def release_composition(

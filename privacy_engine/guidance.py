@@ -14,6 +14,7 @@ from privacy_engine.queries import Query
 from privacy_engine.release import plan_release, release_statistic
 from privacy_engine.schema import NumericColumn, Schema
 from privacy_engine.translation import epsilon_to_truth_probability
+from privacy_engine.wording import gettext_noop, phrase
 
 HARM_EPSILON = {"low": 2.0, "moderate": 1.0, "severe": 0.25}
 RELEASES_FACTOR = {"once": 1.0, "few": 0.5, "regularly": 0.25}
@@ -23,6 +24,68 @@ MIDPOINT_BASIS = "midpoint of the bounds"
 # Statistics that simulate whole releases (k-means) per preview: each takes
 # up to seconds, and a preview is one web request.
 MAX_SIMULATED_RELEASES = 3
+
+
+# The reasons given with a starting point and a budget (privacy_engine/wording.py: phrases the
+# web layer translates; a dataset keeps its budget's reasons in English, as said at upload).
+# One phrase per answer, so that a translation words each as a whole.
+HARM_SUGGESTS = {
+    "low": gettext_noop(
+        "Low harm suggests a total of about ε = {epsilon} for this table: a truthful answer "
+        "about one person at most {probability} likely."
+    ),
+    "moderate": gettext_noop(
+        "Moderate harm suggests a total of about ε = {epsilon} for this table: a truthful "
+        "answer about one person at most {probability} likely."
+    ),
+    "severe": gettext_noop(
+        "Severe harm suggests a total of about ε = {epsilon} for this table: a truthful answer "
+        "about one person at most {probability} likely."
+    ),
+}
+RELEASES_SUGGEST = {
+    "once": gettext_noop("One release can use all of it."),
+    "few": gettext_noop(
+        "A few releases planned: this one takes half, leaving room for the others."
+    ),
+    "regularly": gettext_noop(
+        "Regular releases planned: this one takes a quarter, so later ones remain possible."
+    ),
+}
+DELTA_SUGGESTED = gettext_noop("For (ε, δ)-DP, δ = {delta}: min(10⁻⁶, 1/n²) on the declared size.")
+HARM_TOTAL = {
+    "low": gettext_noop(
+        "Low harm: a total of ε = {epsilon} for all releases of this table together, so a "
+        "truthful answer about one person is at most {probability} likely (50% is a coin flip)."
+    ),
+    "moderate": gettext_noop(
+        "Moderate harm: a total of ε = {epsilon} for all releases of this table together, so a "
+        "truthful answer about one person is at most {probability} likely (50% is a coin flip)."
+    ),
+    "severe": gettext_noop(
+        "Severe harm: a total of ε = {epsilon} for all releases of this table together, so a "
+        "truthful answer about one person is at most {probability} likely (50% is a coin flip)."
+    ),
+}
+RELEASES_SHARE = {
+    "once": gettext_noop("Released once: that one release may use the whole budget."),
+    "few": gettext_noop(
+        "Released a few times: each release takes half by default (ε = {epsilon}), leaving "
+        "room for the next."
+    ),
+    "regularly": gettext_noop(
+        "Released regularly: each release takes a quarter by default (ε = {epsilon}), so "
+        "later ones remain possible."
+    ),
+}
+DELTA_TOTAL_ONE = gettext_noop(
+    "δ, used only by (ε, δ)-DP releases: {delta} in total, min(10⁻⁶, 1/n²) for each of "
+    "{count} release on the declared size."
+)
+DELTA_TOTAL = gettext_noop(
+    "δ, used only by (ε, δ)-DP releases: {delta} in total, min(10⁻⁶, 1/n²) for each of "
+    "{count} releases on the declared size."
+)
 
 
 @dataclass(frozen=True)
@@ -47,16 +110,13 @@ def suggest_starting_point(*, harm: str, releases: str, declared_size: int | Non
     epsilon = base * RELEASES_FACTOR[releases]
     delta = default_delta(declared_size)
     reasons = (
-        f"{harm.capitalize()} harm suggests a total of about ε = {base:g} for this table: "
-        f"a truthful answer about one person at most {epsilon_to_truth_probability(base):.3f} "
-        "likely.",
-        {
-            "once": "One release can use all of it.",
-            "few": "A few releases planned: this one takes half, leaving room for the others.",
-            "regularly": "Regular releases planned: this one takes a quarter, so later ones "
-            "remain possible.",
-        }[releases],
-        f"For (ε, δ)-DP, δ = {delta:g}: min(10⁻⁶, 1/n²) on the declared size.",
+        phrase(
+            HARM_SUGGESTS[harm],
+            epsilon=f"{base:g}",
+            probability=f"{epsilon_to_truth_probability(base):.3f}",
+        ),
+        phrase(RELEASES_SUGGEST[releases]),
+        phrase(DELTA_SUGGESTED, delta=f"{delta:g}"),
     )
     return StartingPoint(epsilon=epsilon, delta=delta, reasons=reasons)
 
@@ -90,19 +150,17 @@ def budget_from_questions(
     total_delta = _round_up(Decimal(repr(point.delta)) * planned, digits=3)
     total = HARM_EPSILON[harm]
     reasons = (
-        f"{harm.capitalize()} harm: a total of ε = {total:g} for all releases of this table "
-        f"together, so a truthful answer about one person is at most "
-        f"{epsilon_to_truth_probability(total):.1%} likely (50% is a coin flip).",
-        {
-            "once": "Released once: that one release may use the whole budget.",
-            "few": f"Released a few times: each release takes half by default "
-            f"(ε = {point.epsilon:g}), leaving room for the next.",
-            "regularly": f"Released regularly: each release takes a quarter by default "
-            f"(ε = {point.epsilon:g}), so later ones remain possible.",
-        }[releases],
-        f"δ, used only by (ε, δ)-DP releases: {format(total_delta, 'f')} in total, "
-        f"min(10⁻⁶, 1/n²) for each of {planned} release{'s' if planned > 1 else ''} on the "
-        "declared size.",
+        phrase(
+            HARM_TOTAL[harm],
+            epsilon=f"{total:g}",
+            probability=f"{epsilon_to_truth_probability(total):.1%}",
+        ),
+        phrase(RELEASES_SHARE[releases], epsilon=f"{point.epsilon:g}"),
+        phrase(
+            DELTA_TOTAL if planned > 1 else DELTA_TOTAL_ONE,
+            delta=format(total_delta, "f"),
+            count=planned,
+        ),
     )
     return BudgetSuggestion(
         total_epsilon=total,

@@ -9,6 +9,8 @@ import math
 import sys
 from collections.abc import Sequence
 
+from privacy_engine.wording import CLAUSE_SEPARATOR, gettext_noop, phrase
+
 # Largest x with e^x finite: beyond it a bound is no finite number.
 _LOG_MAX_FLOAT = math.log(sys.float_info.max)
 
@@ -104,6 +106,50 @@ def distance_threshold_epsilon(*, distance: float, theta: float, epsilon: float)
     return math.ceil(distance / theta) * epsilon
 
 
+# What a Blowfish policy protects and makes public (blowfish_explanation), as phrases the web
+# layer translates (privacy_engine/wording.py). Numbers are formatted with :g before they fill in.
+ALWAYS_PUBLIC = gettext_noop(
+    "The number of records is public under Blowfish, so counts are published exactly."
+)
+MISSING_PUBLIC = gettext_noop(
+    "Whether a person's {columns} is missing: a missing value has no place in the policy's "
+    "graph. Declare a fill value for it to protect it."
+)
+WHOLE_RECORD = gettext_noop(
+    "Any one person's whole record, at ε = {epsilon}: an attacker cannot tell it from any "
+    "other possible record."
+)
+WITHIN_GROUP = gettext_noop(
+    "Which value within its group a person has (groups: {groups}), at ε = {epsilon}."
+)
+# The same sentence when the groups are several: they are listed with "; " between them, the
+# clause separator, so the sentence's first and last groups end and start a phrase of their own
+# and the groups between are clauses of their own (shown as written).
+WITHIN_GROUPS_FIRST = gettext_noop("Which value within its group a person has (groups: {group}")
+WITHIN_GROUPS_LAST = gettext_noop("{group}), at ε = {epsilon}.")
+WHICH_GROUP = gettext_noop(
+    "Which group each person is in ({column}): an algorithm may publish it exactly."
+)
+EXACT_IN_RANGE = gettext_noop(
+    "A person's exact {column} within its range of width {width}, at ε = {epsilon}."
+)
+WHICH_RANGE = gettext_noop("Which range of {column} each person is in.")
+CLOSE_VALUES = gettext_noop(
+    "Values of {columns} closer than θ = {theta} apart, at ε = {epsilon}; values d apart only "
+    "at ⌈d/θ⌉·ε, e.g. {example} for d = {distance}."
+)
+ROUGH_REGION = gettext_noop(
+    "The rough region of a person's value (at a resolution coarser than θ) becomes learnable "
+    "as ε·⌈d/θ⌉ grows."
+)
+SOME_ATTRIBUTES = gettext_noop(
+    "Changes to any {count} attribute(s) of one record, at ε = {epsilon}."
+)
+MORE_ATTRIBUTES = gettext_noop(
+    "Changes to more attributes at once are protected only at a multiple of ε."
+)
+
+
 def blowfish_explanation(
     policy: dict, epsilon: float, *, missing_public: Sequence[str] = ()
 ) -> dict[str, list[str]]:
@@ -114,71 +160,71 @@ def blowfish_explanation(
     explanation = _blowfish_explanation(policy, epsilon)
     if missing_public:
         explanation["not_protected"].append(
-            f"Whether a person's {', '.join(missing_public)} is missing: a missing value has no "
-            "place in the policy's graph. Declare a fill value for it to protect it."
+            phrase(MISSING_PUBLIC, columns=", ".join(missing_public))
         )
     return explanation
 
 
+def _within_groups(groups: list[list[str]], epsilon: float) -> str:
+    listed = [", ".join(group) for group in groups]
+    if len(listed) < 2:
+        return phrase(WITHIN_GROUP, groups="".join(listed), epsilon=f"{epsilon:g}")
+    return CLAUSE_SEPARATOR.join(
+        [
+            phrase(WITHIN_GROUPS_FIRST, group=listed[0]),
+            *listed[1:-1],
+            phrase(WITHIN_GROUPS_LAST, group=listed[-1], epsilon=f"{epsilon:g}"),
+        ]
+    )
+
+
 def _blowfish_explanation(policy: dict, epsilon: float) -> dict[str, list[str]]:
     graph = policy.get("graph")
-    always = "The number of records is public under Blowfish, so counts are published exactly."
+    always = phrase(ALWAYS_PUBLIC)
     if graph == "full_domain":
         return {
-            "protected": [
-                f"Any one person's whole record, at ε = {epsilon:g}: an attacker "
-                "cannot tell it from any other possible record."
-            ],
+            "protected": [phrase(WHOLE_RECORD, epsilon=f"{epsilon:g}")],
             "not_protected": [always],
         }
     if graph == "partition" and "groups" in policy:
-        groups = "; ".join(", ".join(group) for group in policy["groups"])
         return {
-            "protected": [
-                f"Which value within its group a person has (groups: {groups}), at ε = {epsilon:g}."
-            ],
-            "not_protected": [
-                f"Which group each person is in ({policy['column']}): an "
-                "algorithm may publish it exactly.",
-                always,
-            ],
+            "protected": [_within_groups(policy["groups"], epsilon)],
+            "not_protected": [phrase(WHICH_GROUP, column=policy["column"]), always],
         }
     if graph == "partition":
         return {
             "protected": [
-                f"A person's exact {policy['column']} within its range of width "
-                f"{policy['width']:g}, at ε = {epsilon:g}."
+                phrase(
+                    EXACT_IN_RANGE,
+                    column=policy["column"],
+                    width=f"{policy['width']:g}",
+                    epsilon=f"{epsilon:g}",
+                )
             ],
-            "not_protected": [
-                f"Which range of {policy['column']} each person is in.",
-                always,
-            ],
+            "not_protected": [phrase(WHICH_RANGE, column=policy["column"]), always],
         }
     if graph == "distance_threshold":
         columns = policy.get("columns") or [policy.get("column")]
         theta = policy["theta"]
+        example = distance_threshold_epsilon(distance=3 * theta, theta=theta, epsilon=epsilon)
         return {
             "protected": [
-                f"Values of {', '.join(columns)} closer than θ = {theta:g} apart, at "
-                f"ε = {epsilon:g}; values d apart only at ⌈d/θ⌉·ε, e.g. "
-                f"{distance_threshold_epsilon(distance=3 * theta, theta=theta, epsilon=epsilon):g} "
-                f"for d = {3 * theta:g}."
+                phrase(
+                    CLOSE_VALUES,
+                    columns=", ".join(columns),
+                    theta=f"{theta:g}",
+                    epsilon=f"{epsilon:g}",
+                    example=f"{example:g}",
+                    distance=f"{3 * theta:g}",
+                )
             ],
-            "not_protected": [
-                "The rough region of a person's value (at a resolution coarser "
-                "than θ) becomes learnable as ε·⌈d/θ⌉ grows.",
-                always,
-            ],
+            "not_protected": [phrase(ROUGH_REGION), always],
         }
     if graph == "attribute":
         return {
             "protected": [
-                f"Changes to any {policy.get('c', 1)} attribute(s) of one record, at "
-                f"ε = {epsilon:g}."
+                phrase(SOME_ATTRIBUTES, count=policy.get("c", 1), epsilon=f"{epsilon:g}")
             ],
-            "not_protected": [
-                "Changes to more attributes at once are protected only at a multiple of ε.",
-                always,
-            ],
+            "not_protected": [phrase(MORE_ATTRIBUTES), always],
         }
     raise ValueError("unknown policy graph")

@@ -70,9 +70,9 @@ from releases.services.runs import release_publish_again
 from releases.services.suggestions import dataset_schema_suggest
 from releases.services.versions import version_next_number
 from releases.translations import (
-    budget_reason,
     chart_kind_names,
     desiderata_translate,
+    engine_text,
     simulated_translate,
     statistics_translate,
 )
@@ -377,7 +377,7 @@ def dataset_page_render(
             "identifier_columns": _person_key_choices(column_forms, unit["person_key"]),
             "unit": unit,
             "group_example": {"size": max(rows_per_person, 3), "epsilon": group_epsilon},
-            "budget_reasons": [budget_reason(reason) for reason in dataset.budget_reasons or []],
+            "budget_reasons": [engine_text(reason) for reason in dataset.budget_reasons or []],
             "budget": epsilon,
             "releases": releases,
             "from_data_columns": selectors.dataset_columns_from_data(dataset=dataset),
@@ -588,10 +588,12 @@ def _privacy_step(request, dataset, release: Release | None):
     blowfish = None
     if release is not None and release.definition["kind"] == "blowfish":
         try:
-            blowfish = policy_explanation(
-                dataset=dataset,
-                policy=release.definition["policy"],
-                epsilon=release.definition["epsilon"],
+            blowfish = _explanation_text(
+                policy_explanation(
+                    dataset=dataset,
+                    policy=release.definition["policy"],
+                    epsilon=release.definition["epsilon"],
+                )
             )
         except ValidationFailed as error:
             # The schema changed under the saved draft (its column made an identifier, a person
@@ -607,7 +609,7 @@ def _privacy_step(request, dataset, release: Release | None):
             "spent_and_reserved": epsilon_spent_and_reserved(dataset),
             "desiderata": desiderata_translate(desiderata_table()),
             "starting_point": suggestion,
-            "starting_reasons": [budget_reason(reason) for reason in suggestion.reasons]
+            "starting_reasons": [engine_text(reason) for reason in suggestion.reasons]
             if suggestion
             else [],
             "person_key": (dataset.schema or {}).get("person_key"),
@@ -1097,7 +1099,8 @@ def wizard_confirm(request, pk: int):
             try:
                 release_submit(release=release, user=request.user)
             except Conflict as conflict:
-                messages.error(request, conflict.detail)
+                # The audit trail keeps the refusal's English; the curator reads their language.
+                messages.error(request, engine_text(conflict.detail))
             except ValidationFailed as error:
                 for errors in error.errors.values():
                     for message in errors:
@@ -1107,6 +1110,8 @@ def wizard_confirm(request, pk: int):
     context = _wizard_context(release, release.dataset, "confirm")
     charge = release_charge_preview(release=release)
     table = (charge["table_epsilon"], charge["table_delta"]) if charge["fits"] else None
+    # The ledger's words and a refusal as the engine wrote them, in the reader's language.
+    charge.update({key: engine_text(charge[key]) for key in ("ledger", "note", "error")})
     context.update(
         {
             "charge": charge,
@@ -1179,4 +1184,11 @@ def wizard_blowfish_explanation(request, dataset_pk: int):
         explanation = policy_explanation(dataset=dataset, policy=form.policy(), epsilon=epsilon)
     except ValidationFailed as error:
         return JsonResponse({"errors": error.errors}, status=400)
-    return JsonResponse(explanation)
+    # The page's script shows these lines as they come: in the reader's language.
+    return JsonResponse(_explanation_text(explanation))
+
+
+def _explanation_text(explanation: dict[str, list[str]]) -> dict[str, list[str]]:
+    """A Blowfish policy's explanation (privacy_engine.translation.blowfish_explanation) with
+    each line in the active language."""
+    return {key: [engine_text(line) for line in lines] for key, lines in explanation.items()}

@@ -14,8 +14,8 @@ from django.views.decorators.http import require_POST
 
 from accounts.roles import Role, user_has_role
 from privacy_engine.accounting import ledger_spends_delta
-from privacy_engine.composition import composition_rules
-from releases import ledger_selectors, selectors, translations
+from privacy_engine.composition import composition_sentences
+from releases import ledger_selectors, selectors
 from releases.models import BudgetIncrease, BudgetMovement, Dataset
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.ledger import (
@@ -24,7 +24,13 @@ from releases.services.ledger import (
     budget_increase_reject,
     budget_increase_request,
 )
+from releases.translations import engine_text, statistic_title
 from releases.views import plotly_text
+
+# What releases/services/ledger.py writes of a movement reserved before the journal existed.
+BEFORE_JOURNAL_NOTE = (
+    "reserved before the journal existed: amounts as its ledger entry records them"
+)
 
 
 def _curator_or_compliance(view):
@@ -54,66 +60,94 @@ def ledger_chart(rows: list[ledger_selectors.LedgerRow]) -> dict:
             about = gettext("dataset created")
         else:
             about = gettext("budget raised")
+        label = gettext("%(movement)s of ε %(amount)s · %(about)s") % {
+            "movement": _movement_kind(movement.kind),
+            "amount": selectors.decimal_text(movement.epsilon),
+            "about": plotly_text(about),
+        }
         points.append(
-            (
-                movement.at,
-                row.epsilon.total,
-                row.epsilon_committed,
-                row.epsilon.spent,
-                gettext("%(movement)s of ε %(epsilon)s")
-                % {
-                    "movement": movement.get_kind_display(),
-                    "epsilon": selectors.decimal_text(movement.epsilon),
-                }
-                + f" · {plotly_text(about)}",
-            )
+            (movement.at, row.epsilon.total, row.epsilon_committed, row.epsilon.spent, label)
         )
     if points:
         last = points[-1]
-        points.append((max(timezone.now(), last[0]), *last[1:4], gettext("now")))
+        now = pgettext("the last point of the ledger's chart", "now")
+        points.append((max(timezone.now(), last[0]), *last[1:4], now))
     return {
         "at": [point[0].isoformat() for point in points],
         "total": [float(point[1]) for point in points],
         "committed": [float(point[2]) for point in points],
         "spent": [float(point[3]) for point in points],
         "labels": [point[4] for point in points],
+        # The lines' names, in the reader's language (static/js/ledger-chart.js).
         "names": {
-            "total": gettext("total"),
-            "committed": gettext("committed"),
-            "spent": gettext("spent"),
+            "total": pgettext("a line of the ledger's chart", "total"),
+            "committed": pgettext("a line of the ledger's chart", "committed"),
+            "spent": pgettext("a line of the ledger's chart", "spent"),
         },
     }
 
 
-def composition_shown(composition: dict | None) -> dict:
-    """A movement's stored composition (the engine's English) as a page shows it, in the active
-    language: statistic titles, the group values joined with "or", the engine's sentences."""
-    if not composition:
-        return {}
-    shown = {
-        key: translations.engine_text(composition[key])
-        for key in ("rule", "groups", "sum_rule", "ledger", "note")
-        if composition.get(key)
+def _movement_kind(kind: str) -> str:
+    """A budget movement's kind (BudgetMovement.Kind's label) in the active language."""
+    kinds = {
+        BudgetMovement.Kind.OPENING: gettext("Opening budget"),
+        BudgetMovement.Kind.RESERVATION: gettext("Reservation"),
+        BudgetMovement.Kind.SPEND: gettext("Spend"),
+        BudgetMovement.Kind.REFUND: gettext("Refund"),
+        BudgetMovement.Kind.TOP_UP: gettext("Top-up"),
     }
-    shown["statistics"] = [
-        {
-            **share,
-            "title": translations.statistic_title(share.get("kind", "")),
-            "within": translations.engine_text(share.get("within")),
-            "where_values": pgettext("between values a group may take", " or ").join(
-                str(value) for value in (share.get("where") or {}).get("in", [])
-            ),
-        }
-        for share in composition.get("statistics") or []
-    ]
+    return kinds.get(kind, kind)
+
+
+def composition_text(composition: dict) -> dict:
+    """A movement's composition (privacy_engine/composition.py) with the engine's English in the
+    active language, for the page; the stored row, the API and the audit trail keep the
+    English."""
+    shown = dict(composition)
+    for key in ("rule", "sum_rule", "ledger", "groups", "note"):
+        if isinstance(shown.get(key), str):
+            shown[key] = engine_text(shown[key])
+    if shown.get("note") == BEFORE_JOURNAL_NOTE:
+        shown["note"] = gettext(
+            "reserved before the journal existed: amounts as its ledger entry records them"
+        )
+    if isinstance(shown.get("statistics"), list):
+        shown["statistics"] = [
+            _share_text(share) if isinstance(share, dict) else share
+            for share in shown["statistics"]
+        ]
+    return shown
+
+
+def _share_text(share: dict) -> dict:
+    """One statistic's share of a charge as the page shows it: its title, the values of its group
+    joined with "or", how its parts compose, in the active language."""
+    where = share.get("where") if isinstance(share.get("where"), dict) else {}
+    values = where.get("in") if isinstance(where.get("in"), list) else []
+    return {
+        **share,
+        "title": statistic_title(str(share.get("kind", ""))),
+        "within": engine_text(share.get("within")) if isinstance(share.get("within"), str) else "",
+        "where_values": pgettext("between values a group may take", " or ").join(map(str, values)),
+    }
+
+
+def composition_rules_text() -> str:
+    """The ledger's composition rules in the active language, one sentence at a time: a space
+    after a sentence that ends as English does, none after a full-width stop (Chinese)."""
+    shown = ""
+    for sentence in composition_sentences():
+        if shown and not shown.endswith("。"):
+            shown += " "
+        shown += engine_text(sentence)
     return shown
 
 
 def _page(request, dataset: Dataset, *, form_errors=None, form_values=None, status: int = 200):
-    rows = [
-        (row, composition_shown(row.movement.composition))
-        for row in ledger_selectors.dataset_ledger_rows(dataset=dataset)
-    ]
+    rows = ledger_selectors.dataset_ledger_rows(dataset=dataset)
+    for row in rows:
+        # Only this page's copy of the row: the page shows it, nothing saves it.
+        row.movement.composition = composition_text(row.movement.composition or {})
     epsilon, delta = selectors.dataset_budget(dataset)
     is_compliance = user_has_role(request.user, Role.COMPLIANCE)
     return render(
@@ -124,8 +158,8 @@ def _page(request, dataset: Dataset, *, form_errors=None, form_values=None, stat
             "rows": rows,
             "budget": epsilon,
             "delta_budget": delta,
-            "chart": ledger_chart([row for row, _ in rows]),
-            "composition_rules": composition_rules(),
+            "chart": ledger_chart(rows),
+            "composition_rules": composition_rules_text(),
             "delta_top_up": ledger_spends_delta(dataset.ledger_kind),
             "increases": ledger_selectors.budget_increase_list(user=request.user, dataset=dataset),
             "is_owner": dataset.owner_id == request.user.pk,
@@ -155,7 +189,7 @@ def budget_increase_request_view(request, pk: int):
         budget_increase_request(dataset=dataset, user=request.user, **values)
     except ValidationFailed as error:
         return _page(request, dataset, form_errors=error.errors, form_values=values, status=400)
-    messages.success(request, gettext("Request sent: compliance will approve or reject it."))
+    messages.success(request, "Request sent: compliance will approve or reject it.")
     return redirect("dataset-ledger", pk=dataset.pk)
 
 
@@ -178,10 +212,6 @@ def budget_increase_decide_view(request, pk: int, decision: str):
         )
         messages.error(request, detail)
     else:
-        done = (
-            gettext("Request #%(number)s approved.")
-            if decision == "approve"
-            else gettext("Request #%(number)s rejected.")
-        )
-        messages.success(request, done % {"number": increase.pk})
+        outcome = "approved" if decision == "approve" else "rejected"
+        messages.success(request, f"Request #{increase.pk} {outcome}.")
     return redirect("dataset-ledger", pk=increase.dataset_id)

@@ -13,6 +13,7 @@ from privacy_engine.schema import schema_from_dict
 from releases.models import Dataset, LedgerEntry, Release
 from releases.selectors import budgets_from_footprints, dataset_budget, footprints_of
 from releases.services.releases import missing_public_columns
+from releases.translations import engine_text
 
 
 def _card(
@@ -37,10 +38,23 @@ def _safe_card(definition, **totals) -> RiskCard:
     """The card, or, for a stored definition the engine now refuses (one saved before a limit
     existed), the card without its Blowfish section: a page never fails over its card."""
     try:
-        return risk_card(definition, **totals)
+        return _in_reader_language(risk_card(definition, **totals))
     except (EngineValidationError, ValueError, OverflowError):
         card = risk_card(PureDP(epsilon=definition.epsilon), **totals)
         return dataclasses.replace(card, definition_kind=definition.kind)
+
+
+def _in_reader_language(card: RiskCard) -> RiskCard:
+    """The card with the engine's English (what a Blowfish policy protects and makes public) in
+    the active language: the card is only ever shown on pages."""
+    if card.blowfish is None:
+        return card
+    blowfish = dataclasses.replace(
+        card.blowfish,
+        protected=tuple(engine_text(line) for line in card.blowfish.protected),
+        public=tuple(engine_text(line) for line in card.blowfish.public),
+    )
+    return dataclasses.replace(card, blowfish=blowfish)
 
 
 def risk_card_for_draft(

@@ -8,9 +8,8 @@ registered English template is the message id; a clause no phrase wrote is shown
 """
 
 import re
-from collections.abc import Callable
 
-from django.utils.translation import gettext, ngettext, pgettext
+from django.utils.translation import gettext, pgettext
 
 from privacy_engine.wording import CLAUSE_SEPARATOR, PHRASES, fill, phrase_match
 from releases import selectors
@@ -265,141 +264,6 @@ def diff_translate(diff: dict) -> None:
         for field in stat["method"]:
             field["label"] = _diff_field_label(field["name"])
         stat["note"] = _diff_note(stat.get("note") or "")
-
-
-def _harm_reason(match: re.Match) -> str:
-    harm = {
-        "Low": pgettext("harm", "Low"),
-        "Moderate": pgettext("harm", "Moderate"),
-        "Severe": pgettext("harm", "Severe"),
-    }[match["harm"]]
-    return gettext(
-        "%(harm)s harm: a total of ε = %(epsilon)s for all releases of this table together, so a "
-        "truthful answer about one person is at most %(probability)s likely (50%% is a coin flip)."
-    ) % {"harm": harm, "epsilon": match["epsilon"], "probability": match["probability"]}
-
-
-# The reasons the engine gave for a budget set from the upload's two questions
-# (privacy_engine.guidance.budget_from_questions), stored in English with the dataset.
-_BUDGET_REASONS: list[tuple[re.Pattern, Callable[[re.Match], str]]] = [
-    (
-        re.compile(
-            r"(?P<harm>Low|Moderate|Severe) harm: a total of ε = (?P<epsilon>\S+) for all "
-            r"releases of this table together, so a truthful answer about one person is at most "
-            r"(?P<probability>\S+) likely \(50% is a coin flip\)\."
-        ),
-        _harm_reason,
-    ),
-    (
-        re.compile(r"Released once: that one release may use the whole budget\."),
-        lambda m: gettext("Released once: that one release may use the whole budget."),
-    ),
-    (
-        re.compile(
-            r"Released a few times: each release takes half by default \(ε = (?P<epsilon>\S+)\), "
-            r"leaving room for the next\."
-        ),
-        lambda m: (
-            gettext(
-                "Released a few times: each release takes half by default (ε = %(epsilon)s), "
-                "leaving room for the next."
-            )
-            % {"epsilon": m["epsilon"]}
-        ),
-    ),
-    (
-        re.compile(
-            r"Released regularly: each release takes a quarter by default "
-            r"\(ε = (?P<epsilon>\S+)\), so later ones remain possible\."
-        ),
-        lambda m: (
-            gettext(
-                "Released regularly: each release takes a quarter by default (ε = %(epsilon)s), "
-                "so later ones remain possible."
-            )
-            % {"epsilon": m["epsilon"]}
-        ),
-    ),
-    (
-        re.compile(
-            r"δ, used only by \(ε, δ\)-DP releases: (?P<delta>\S+) in total, min\(10⁻⁶, 1/n²\) "
-            r"for each of (?P<count>\d+) releases? on the declared size\."
-        ),
-        lambda m: (
-            ngettext(
-                "δ, used only by (ε, δ)-DP releases: %(delta)s in total, min(10⁻⁶, 1/n²) for "
-                "each of %(count)s release on the declared size.",
-                "δ, used only by (ε, δ)-DP releases: %(delta)s in total, min(10⁻⁶, 1/n²) for "
-                "each of %(count)s releases on the declared size.",
-                int(m["count"]),
-            )
-            % {"delta": m["delta"], "count": m["count"]}
-        ),
-    ),
-]
-
-
-def _harm_suggests(match: re.Match) -> str:
-    harm = {
-        "Low": pgettext("harm", "Low"),
-        "Moderate": pgettext("harm", "Moderate"),
-        "Severe": pgettext("harm", "Severe"),
-    }[match["harm"]]
-    return gettext(
-        "%(harm)s harm suggests a total of about ε = %(epsilon)s for this table: a truthful "
-        "answer about one person at most %(probability)s likely."
-    ) % {"harm": harm, "epsilon": match["epsilon"], "probability": match["probability"]}
-
-
-# The reasons of the privacy step's suggested starting point
-# (privacy_engine.guidance.suggest_starting_point).
-_BUDGET_REASONS += [
-    (
-        re.compile(
-            r"(?P<harm>Low|Moderate|Severe) harm suggests a total of about ε = (?P<epsilon>\S+) "
-            r"for this table: a truthful answer about one person at most (?P<probability>\S+) "
-            r"likely\."
-        ),
-        _harm_suggests,
-    ),
-    (
-        re.compile(r"One release can use all of it\."),
-        lambda m: gettext("One release can use all of it."),
-    ),
-    (
-        re.compile(r"A few releases planned: this one takes half, leaving room for the others\."),
-        lambda m: gettext(
-            "A few releases planned: this one takes half, leaving room for the others."
-        ),
-    ),
-    (
-        re.compile(
-            r"Regular releases planned: this one takes a quarter, so later ones remain possible\."
-        ),
-        lambda m: gettext(
-            "Regular releases planned: this one takes a quarter, so later ones remain possible."
-        ),
-    ),
-    (
-        re.compile(
-            r"For \(ε, δ\)-DP, δ = (?P<delta>\S+): min\(10⁻⁶, 1/n²\) on the declared size\."
-        ),
-        lambda m: (
-            gettext("For (ε, δ)-DP, δ = %(delta)s: min(10⁻⁶, 1/n²) on the declared size.")
-            % {"delta": m["delta"]}
-        ),
-    ),
-]
-
-
-def budget_reason(reason: str) -> str:
-    """One reason stored for a budget set from the upload's questions, in the active language;
-    a reason of another shape is shown as stored."""
-    for pattern, translate in _BUDGET_REASONS:
-        match = pattern.fullmatch(reason)
-        if match:
-            return translate(match)
-    return reason
 
 
 def desiderata_translate(table: dict) -> dict:

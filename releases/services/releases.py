@@ -38,6 +38,7 @@ from privacy_engine.queries import query_to_dict
 from privacy_engine.schema import NumericColumn, schema_from_dict
 from privacy_engine.sensitivity import missing_is_public
 from privacy_engine.translation import blowfish_explanation
+from privacy_engine.wording import gettext_noop, phrase
 from releases.models import Dataset, LedgerEntry, Release, ReleaseSeries
 from releases.selectors import Budget, dataset_budget
 from releases.services.budget_audit import footprint_digest
@@ -307,6 +308,32 @@ def _format_amount(amount: Decimal) -> str:
     return format(amount.normalize(), "f")
 
 
+# Why a submission is refused, as phrases (privacy_engine/wording.py): the audit trail and the
+# API keep the English, the confirm page shows it in the reader's language (engine_text).
+OVER_BUDGET = gettext_noop(
+    "Not enough privacy budget: this release requests {name} = {charge} but only "
+    "{name} = {remaining} remains."
+)
+OVER_BUDGET_IN_PARALLEL = gettext_noop(
+    "Not enough privacy budget: this release requests {name} = {charge} (it adds "
+    "{name} = {added} to what is in use: its statistics restricted to groups compose in "
+    "parallel with earlier ones on other groups) but only {name} = {remaining} remains."
+)
+DELTA_TOO_LARGE = gettext_noop(
+    "δ = {delta} is too large for this table's size: the rule is δ ≤ 1/(10·n) for a table of "
+    "n records, because a mechanism that publishes each record with probability δ satisfies "
+    "(0, δ)-DP. Choose a smaller δ (or leave it empty for the default)."
+)
+DRAFT_CLOSED = gettext_noop("This draft was closed.")
+ALREADY_SUBMITTED = gettext_noop("This release was already submitted (status: {status}).")
+RAW_DATA_DELETED = gettext_noop(
+    "The raw data of this dataset was deleted on {date}: no release of it can run any more."
+)
+DATASET_NOT_READY = gettext_noop(
+    "This dataset's table is not ready (still converting, or its upload failed)."
+)
+
+
 class SubmissionRefused(Conflict):
     """A submission that cannot go ahead; ``reason`` is a short code the audit trail records."""
 
@@ -351,17 +378,16 @@ def _charge(dataset: Dataset, plan) -> Charge:
 
 def _over_budget(name: str, charge: Decimal, before: Budget, after: Budget) -> SubmissionRefused:
     added = after.spent + after.reserved - before.spent - before.reserved
-    parallel = (
-        f" (it adds {name} = {_format_amount(added)} to what is in use: its statistics "
-        "restricted to groups compose in parallel with earlier ones on other groups)"
-        if added != charge
-        else ""
-    )
-    return SubmissionRefused(
-        "over_budget",
-        f"Not enough privacy budget: this release requests {name} = {_format_amount(charge)}"
-        f"{parallel} but only {name} = {_format_amount(before.remaining)} remains.",
-    )
+    amounts = {
+        "name": name,
+        "charge": _format_amount(charge),
+        "remaining": _format_amount(before.remaining),
+    }
+    if added != charge:
+        detail = phrase(OVER_BUDGET_IN_PARALLEL, added=_format_amount(added), **amounts)
+    else:
+        detail = phrase(OVER_BUDGET, **amounts)
+    return SubmissionRefused("over_budget", detail)
 
 
 def _refusal(dataset: Dataset, plan, charge: Charge) -> SubmissionRefused | None:
@@ -375,11 +401,7 @@ def _refusal(dataset: Dataset, plan, charge: Charge) -> SubmissionRefused | None
             check_delta(plan.definition.delta, dataset.row_count)
         except EngineValidationError:
             return SubmissionRefused(
-                "delta_too_large",
-                f"δ = {plan.definition.delta:g} is too large for this table's size: the rule is "
-                "δ ≤ 1/(10·n) for a table of n records, because a mechanism that publishes each "
-                "record with probability δ satisfies (0, δ)-DP. Choose a smaller δ (or leave it "
-                "empty for the default).",
+                "delta_too_large", phrase(DELTA_TOO_LARGE, delta=f"{plan.definition.delta:g}")
             )
     before = dataset_budget(dataset)
     after = dataset_budget(dataset, extra=charge.footprint)
@@ -523,23 +545,18 @@ def _submit(*, release: Release, user) -> Release:
         dataset = Dataset.objects.select_for_update().get(pk=release.dataset_id)
         locked = Release.objects.select_for_update().get(pk=release.pk)
         if locked.status == Release.Status.CLOSED:
-            raise SubmissionRefused("closed", locked.failure_reason or "This draft was closed.")
+            raise SubmissionRefused("closed", locked.failure_reason or phrase(DRAFT_CLOSED))
         if locked.status != Release.Status.DRAFT:
             raise SubmissionRefused(
-                "already_submitted",
-                f"This release was already submitted (status: {locked.status}).",
+                "already_submitted", phrase(ALREADY_SUBMITTED, status=locked.status)
             )
         if dataset.raw_deleted_at is not None:
             raise SubmissionRefused(
                 "raw_data_deleted",
-                f"The raw data of this dataset was deleted on {dataset.raw_deleted_at:%Y-%m-%d}: "
-                "no release of it can run any more.",
+                phrase(RAW_DATA_DELETED, date=f"{dataset.raw_deleted_at:%Y-%m-%d}"),
             )
         if dataset.status != Dataset.Status.READY:
-            raise SubmissionRefused(
-                "dataset_not_ready",
-                "This dataset's table is not ready (still converting, or its upload failed).",
-            )
+            raise SubmissionRefused("dataset_not_ready", phrase(DATASET_NOT_READY))
         plan = _plan(dataset, locked.definition, locked.queries)
         charge = _charge(dataset, plan)
         ledger, epsilon, delta = charge.ledger, charge.epsilon, charge.delta

@@ -1,6 +1,6 @@
 // Draws a dataset's budget over time as step lines: the ε total (initial budget plus top-ups),
 // committed (spent plus reserved) and spent. The data comes from the page's json_script; hover
-// labels and the lines' names arrive in the reader's language, with &, < and > as entities (views.plotly_text), so Plotly shows them as text.
+// labels arrive with &, < and > as entities (views.plotly_text), so Plotly shows them as text.
 (function () {
   "use strict";
   var source = document.getElementById("ledger-chart-data");
@@ -21,10 +21,12 @@
     };
   }
 
+  // The lines' names come from the page, in its language.
+  var names = chart.names || { total: "total", committed: "committed", spent: "spent" };
   window.Plotly.newPlot(target, [
-    line(chart.names.total, chart.total, "#1d2430", "dash"),
-    line(chart.names.committed, chart.committed, "#c77700"),
-    line(chart.names.spent, chart.spent, "#c0392b")
+    line(names.total, chart.total, "#1d2430", "dash"),
+    line(names.committed, chart.committed, "#c77700"),
+    line(names.spent, chart.spent, "#c0392b")
   ], {
     margin: { t: 20, r: 10, b: 40, l: 50 },
     xaxis: { type: "date" },

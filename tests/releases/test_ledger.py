@@ -22,6 +22,7 @@ from releases.selectors import dataset_budget
 from releases.services import runs
 from releases.services.ledger import budget_increase_approve, budget_increase_request
 from tests.conftest import client_for, draft_body, make_user, publish_through_api
+from tests.languages import compiled_catalogues  # noqa: F401 (a fixture)
 
 backfill = importlib.import_module("releases.migrations.0009_publication_records")
 opening_backfill = importlib.import_module("releases.migrations.0011_ledger_opening")
@@ -579,6 +580,35 @@ def test_the_page_shows_the_rows_and_the_chart_data(client, curator, dataset, hi
         f'href="/datasets/{dataset.pk}/ledger/"'
         in client.get(f"/datasets/{dataset.pk}/").content.decode()
     )
+
+
+@pytest.mark.usefixtures("compiled_catalogues")
+def test_a_chinese_reader_reads_the_rules_the_rows_and_the_chart_in_chinese(
+    client, curator, dataset, history
+):
+    # given the ledger of a dataset with released, queued and refunded releases
+    client.force_login(curator)
+
+    # when a Chinese reader opens its page
+    html = client.get(f"/datasets/{dataset.pk}/ledger/", HTTP_ACCEPT_LANGUAGE="zh-Hans")
+    html = html.content.decode().replace("&#x27;", "'")
+
+    # then the engine's rules and each row's words are in Chinese, and the chart's names too
+    assert composition_rules() not in html
+    assert "一次发布中的各统计量相加（顺序组合：ε = Σ εᵢ：" in html
+    assert "差分隐私台账：按组合结果计入" in html
+    assert "differential-privacy ledger: charged as composed" not in html
+    chart = json.loads(
+        re.search(
+            r'<script id="ledger-chart-data" type="application/json">(.*?)</script>', html
+        ).group(1)
+    )
+    assert chart["names"] == {"total": "总额", "committed": "已占用", "spent": "已花费"}
+    assert chart["labels"][0].startswith("初始预算 ε 1 · 数据集已创建")
+    assert chart["labels"][-1] == "现在"
+    # and the rows stored keep the engine's English
+    stored = BudgetMovement.objects.get(release_id=history["published"], kind="reservation")
+    assert stored.composition["ledger"] == "differential-privacy ledger: charged as composed"
 
 
 def test_compliance_sees_the_page_and_decides_from_it(

@@ -16,6 +16,7 @@ from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.errors import ValidationFailed
 from releases.services.releases import release_draft_create, release_draft_update, release_submit
 from tests.conftest import CLINIC_SCHEMA, csv_upload, draft_body
+from tests.languages import compiled_catalogues  # noqa: F401 (a fixture)
 
 BIG_TABLE = b"age,sex\n" + b"".join(
     f"{i % 90},{'F' if i % 2 else 'M'}\n".encode() for i in range(1000)
@@ -238,6 +239,34 @@ def test_refusal_after_submit_is_shown_as_an_error_not_a_success(client, curator
     draft.refresh_from_db()
     assert draft.status == Release.Status.DRAFT
     assert [reason for reason, _ in refusals(draft.pk)] == ["over_budget"]
+
+
+@pytest.mark.usefixtures("compiled_catalogues")
+def test_a_chinese_reader_reads_the_refusal_in_chinese_and_the_trail_keeps_the_english(
+    client, curator, dataset
+):
+    # given a draft that does not fit the budget, and another taking the budget after the page
+    client.force_login(curator)
+    too_much = count_draft(curator, dataset, "Too much", 1.5)
+    late = count_draft(curator, dataset, "Late", 0.6)
+    release_submit(release=count_draft(curator, dataset, "Rival", 0.6), user=curator)
+
+    # when a Chinese reader opens the first's confirm page and submits the second
+    chinese = {"HTTP_ACCEPT_LANGUAGE": "zh-Hans"}
+    page = client.get(f"/releases/{too_much.pk}/confirm/", **chinese).content.decode()
+    after = client.post(f"/releases/{late.pk}/confirm/", **chinese).content.decode()
+
+    # then both refusals read in Chinese, with their amounts
+    assert "隐私预算不足：此发布需要 ε = 1.5，但只剩下 ε = 0.4。" in page
+    assert '<li class="error">隐私预算不足：此发布需要 ε = 0.6，但只剩下 ε = 0.4。' in after
+    assert "Not enough privacy budget" not in page + after
+    # and the audit trail keeps the English the engine wrote
+    assert refusals(late.pk) == [
+        (
+            "over_budget",
+            "Not enough privacy budget: this release requests ε = 0.6 but only ε = 0.4 remains.",
+        )
+    ]
 
 
 # --- point 7: data-derived bounds are confirmed before submission ---------------------------------
