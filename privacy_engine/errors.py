@@ -2,6 +2,19 @@
 
 from __future__ import annotations
 
+from privacy_engine.wording import gettext_noop
+
+# Refusals several modules give (each message is a phrase: the web layer translates it).
+MUST_BE_OBJECT = gettext_noop("must be an object")
+MUST_BE_NUMBER = gettext_noop("must be a number")
+MUST_BE_FINITE = gettext_noop("must be a finite number")
+MUST_BE_ABOVE_ZERO = gettext_noop("must be a number greater than 0")
+MUST_BE_PROBABILITY = gettext_noop("must be a number between 0 and 1")
+MUST_BE_TRUE_OR_FALSE = gettext_noop("must be true or false")
+MUST_BE_STRING = gettext_noop("must be a string")
+MUST_BE_POSITIVE_WHOLE = gettext_noop("must be a positive whole number")
+MUST_BE_DISTINCT_NAMES = gettext_noop("must be a list of distinct names")
+
 
 class EngineValidationError(ValueError):
     """A definition, schema or query is malformed.

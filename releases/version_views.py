@@ -16,6 +16,7 @@ from releases.apis.versions import (
     version_pair_parse,
 )
 from releases.curator_views import curator_required, owned_release_get
+from releases.refusals import refusal_text
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.versions import release_new_version, release_withdraw
 from releases.translations import diff_translate, field_problem
@@ -60,7 +61,7 @@ def _refused(request, error: ValidationFailed, outcome: str) -> None:
     """Each of a refusal's messages, after what did not happen."""
     for texts in error.errors.values():
         for text in texts:
-            messages.error(request, f"{outcome}: {text}")
+            messages.error(request, f"{outcome}: {refusal_text(text)}")
 
 
 @curator_required
