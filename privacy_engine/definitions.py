@@ -19,8 +19,10 @@ from typing import Any
 
 from privacy_engine.errors import (
     MUST_BE_ABOVE_ZERO,
+    MUST_BE_FROM_TO,
     MUST_BE_OBJECT,
     MUST_BE_PROBABILITY,
+    ONE_OF,
     EngineValidationError,
     prefix_errors,
 )
@@ -32,7 +34,6 @@ DELTA_AT_LEAST = gettext_noop(
     "must be at least {minimum}; for a smaller δ choose ε-differential privacy (pure_dp), which "
     "has no δ at all"
 )
-EPSILON_FROM_TO = gettext_noop("must be from {minimum} to {maximum}")
 DELTA_ABOVE_SQUARE = gettext_noop(
     "δ = {delta} is above 1/n² = {square} for about {size} records: a mechanism that simply "
     "publishes each record with probability δ satisfies (0, δ)-DP, and would expose about "
@@ -53,7 +54,6 @@ LIST_OF_COLUMNS = gettext_noop("must be a list of column names")
 NAME_DISTANCE_COLUMN = gettext_noop("name the column the distance is on")
 WHOLE_AT_LEAST_ONE = gettext_noop("must be a whole number ≥ 1")
 GRAPHS = gettext_noop("must be one of full_domain, partition, distance_threshold, attribute")
-ONE_OF = gettext_noop("must be one of: {choices}")
 
 # A release asking for more than this is almost surely a typo; nothing meaningful is protected.
 MAX_EPSILON = 20.0
@@ -80,7 +80,7 @@ def _check_epsilon(epsilon: float) -> None:
     if not MIN_EPSILON <= epsilon <= MAX_EPSILON:
         raise EngineValidationError.single(
             "epsilon",
-            phrase(EPSILON_FROM_TO, minimum=f"{MIN_EPSILON:g}", maximum=f"{MAX_EPSILON:g}"),
+            phrase(MUST_BE_FROM_TO, minimum=f"{MIN_EPSILON:g}", maximum=f"{MAX_EPSILON:g}"),
         )
 
 

@@ -13,7 +13,7 @@ from privacy_engine.definitions import (
     Policy,
     RangePartition,
 )
-from privacy_engine.errors import EngineValidationError
+from privacy_engine.errors import NOT_NUMERIC, EngineValidationError
 from privacy_engine.schema import CategoricalColumn, NumericColumn, Schema, schema_from_dict
 from privacy_engine.wording import gettext_noop, phrase
 
@@ -30,7 +30,6 @@ GROUPS_COVER = gettext_noop(
     "the groups must contain every declared category ({categories}) exactly once"
 )
 MUST_BE_NUMERIC = gettext_noop("must be a numeric column")
-NOT_NUMERIC = gettext_noop("'{name}' is not a numeric column")
 
 
 def blowfish_refusal(schema: Schema | Mapping[str, Any]) -> str | None:

@@ -5,7 +5,12 @@ import pytest
 from django.urls import reverse
 from django.utils import translation
 
-from privacy_engine import EngineValidationError, NumericColumn, definition_from_dict
+from privacy_engine import (
+    EngineValidationError,
+    NumericColumn,
+    definition_from_dict,
+    plan_release,
+)
 from privacy_engine.policies import blowfish_refusal
 from privacy_engine.schema import schema_from_dict
 from releases.models import Dataset, Release
@@ -57,6 +62,68 @@ def test_a_definition_s_refusal_keeps_its_numbers_in_chinese():
 
     # then the bounds stay as the engine formatted them
     assert shown == "必须在 0.0001 到 20 之间"
+
+
+def test_a_theta_too_small_for_an_exact_sum_reads_in_chinese_with_what_it_names():
+    # given a distance-threshold policy whose θ is far below the sum's grid step
+    errors = refusal(
+        lambda: plan_release(
+            schema={"columns": {"income": {"kind": "numeric", "lower": 0, "upper": 1e6}}},
+            definition={
+                "kind": "blowfish",
+                "epsilon": 1,
+                "policy": {"graph": "distance_threshold", "column": "income", "theta": 1e-8},
+            },
+            queries=[{"kind": "sum", "column": "income"}],
+        )
+    )
+    (english,) = errors["definition.policy.theta"]
+
+    # when shown in Chinese
+    with translation.override("zh-hans"):
+        shown = refusal_text(english)
+
+    # then every number stays as the engine wrote it, in a Chinese sentence
+    assert english.startswith("θ (1e-08) is too small next to the column's bounds")
+    assert shown.startswith("θ（1e-08）相对于该列的边界太小，无法精确求和：最多 10,000,000,000 条")
+    assert shown.endswith("请将其设为至少 200，或声明更接近 0 的边界，或选择 ε-差分隐私。")
+
+
+@pytest.mark.parametrize(
+    ("query", "path", "chinese"),
+    [
+        ({"kind": "sum", "column": "sex"}, "queries.0.column", "sum 需要数值列"),
+        (
+            {"kind": "histogram", "column": "age", "bins": [0, 50]},
+            "queries.0.bins",
+            "第一个和最后一个边界必须是该列声明的边界",
+        ),
+        (
+            {"kind": "count", "where": {"column": "sex", "in": ["X"]}},
+            "queries.0.where.in",
+            "不是 sex 的类别：X",
+        ),
+        (
+            {"kind": "kmeans", "columns": ["age"], "k": 99},
+            "queries.0.k",
+            "必须是 2 到 20 之间的整数，即聚类的个数",
+        ),
+    ],
+)
+def test_a_statistic_s_refusal_reads_in_chinese(query, path, chinese):
+    # given a statistic the schema or its own limits refuse
+    errors = refusal(
+        lambda: plan_release(
+            schema=CLINIC_SCHEMA, definition={"kind": "pure_dp", "epsilon": 1}, queries=[query]
+        )
+    )
+
+    # when its refusal is shown in Chinese
+    with translation.override("zh-hans"):
+        shown = refusal_errors(errors)
+
+    # then it names the same field, in Chinese
+    assert shown == {path: [chinese]}
 
 
 def test_a_blowfish_refusal_names_the_person_key_in_chinese():
@@ -149,33 +216,40 @@ def clinic(curator):
     )
 
 
+RANGES_ON_A_CATEGORY = {
+    "policy_graph": "partition_width",
+    "policy_column": "sex",
+    "policy_width": "10",
+}
+THETA_ZERO = {"policy_graph": "distance_threshold", "policy_column": "age", "policy_theta": "0"}
+
+
 @pytest.mark.parametrize(
-    ("language", "message"),
-    [("zh-Hans", "必须是数值列"), ("en", "must be a numeric column")],
+    ("policy", "language", "field", "message"),
+    [
+        (RANGES_ON_A_CATEGORY, "zh-Hans", "policy_column", "必须是数值列"),
+        (RANGES_ON_A_CATEGORY, "en", "policy_column", "must be a numeric column"),
+        (THETA_ZERO, "zh-Hans", "policy_theta", "必须是大于 0 的数"),
+        (THETA_ZERO, "en", "policy_theta", "must be a number greater than 0"),
+    ],
 )
 def test_the_privacy_step_shows_the_engine_s_refusal_in_the_reader_s_language(
-    client, curator, clinic, language, message
+    client, curator, clinic, policy, language, field, message
 ):
-    # given a curator choosing a Blowfish policy of ranges on a categorical column
+    # given a curator choosing a Blowfish policy the engine refuses (ranges of a categorical
+    # column, a θ of 0)
     client.force_login(curator)
 
     # when they save the privacy step, reading the pages in one language
     response = client.post(
         reverse("wizard-start", kwargs={"dataset_pk": clinic.pk}),
-        {
-            "title": "Clinic 2026",
-            "epsilon": "1",
-            "definition_kind": "blowfish",
-            "policy_graph": "partition_width",
-            "policy_column": "sex",
-            "policy_width": "10",
-        },
+        {"title": "Clinic 2026", "epsilon": "1", "definition_kind": "blowfish", **policy},
         HTTP_ACCEPT_LANGUAGE=language,
     )
 
     # then the engine's refusal is next to the field, in that language
     assert response.status_code == 200
-    assert response.context["form"].errors["policy_column"] == [message]
+    assert response.context["form"].errors[field] == [message]
     assert message in response.content.decode()
     assert not Release.objects.exists()
 
