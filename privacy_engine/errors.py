@@ -61,6 +61,17 @@ WHOLE_FROM_ONE = gettext_noop("must be a whole number from 1 to {maximum}")
 RESERVED_NAME = gettext_noop(
     "'{name}' names each centroid's {name} in the published rows: rename that column to cluster it"
 )
+RESPONSE_CATEGORIES = gettext_noop(
+    "randomized response needs from {minimum} to {maximum} public categories"
+)
+RESPONSE_EPSILON_TOO_SMALL = gettext_noop("is too small for randomized response")
+PADDING_TOO_LARGE = gettext_noop(
+    "leaves the count so little that the padding would exceed {rows} dummy rows; raise ε, δ or "
+    "the count's share"
+)
+SHARES_EXCEED_EPSILON = gettext_noop("is less than the count's and the reports' shares together")
+REPORTS_TOO_LITTLE = gettext_noop("leaves the reports less than {minimum} after the count's share")
+COUNT_SHARE = gettext_noop("must be a number between 0 and 1 (the count's share of ε)")
 RESPONSE_CATEGORICAL = gettext_noop("randomized response needs a categorical column")
 RESPONSE_PURE_DP_REFUSAL = gettext_noop(
     "a record-level file shows how many records there are, which ε-differential privacy keeps "
