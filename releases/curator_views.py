@@ -906,7 +906,7 @@ def wizard_statistics(request, pk: int):
                         )
                 else:
                     for message in errors:
-                        messages.error(request, message)
+                        messages.error(request, refusal_text(message))
         else:
             return redirect("wizard-preview", pk=release.pk)
     context = _wizard_context(release, release.dataset, "statistics")
@@ -1141,6 +1141,8 @@ def release_status(request, pk: int):
             if release.is_published
             else None,
             "statistics": statistics,
+            # Why it failed or was closed, in the reader's language (stored in English).
+            "failure_reason_text": refusal_text(release.failure_reason),
             "can_publish_again": release.status == Release.Status.FAILED
             and release.answers.exists(),
         },

@@ -13,9 +13,11 @@ from privacy_engine import (
 )
 from privacy_engine.policies import blowfish_refusal
 from privacy_engine.schema import schema_from_dict
+from privacy_engine.wording import phrase
 from releases.models import Dataset, Release
 from releases.refusals import refusal_errors, refusal_text
 from releases.services.datasets import _stopped_reason, dataset_create, dataset_schema_update
+from releases.services.runs import PLAN_NOT_VALID, RELEASE_WORKER_STOPPED, _times
 from releases.services.tables import TableError, table_convert
 from tests.conftest import CLINIC_SCHEMA, csv_upload
 from tests.languages import compiled_catalogues  # noqa: F401 (a fixture)
@@ -273,3 +275,37 @@ def test_a_failed_upload_s_page_gets_its_reason_in_chinese(client, curator, clin
     assert chinese.context["failure_reason_text"] == "该文件有表头，但没有数据行。"
     assert english.context["failure_reason_text"] == "The file has a header but no rows."
     assert Dataset.objects.get(pk=clinic.pk).failure_reason == "The file has a header but no rows."
+
+
+def test_a_release_s_failure_reason_reads_in_chinese_with_the_engine_s_problems():
+    # given the reason stored when the plan no longer fits the table at run time
+    problems = EngineValidationError(
+        {
+            "queries.0.column": ["no such column in the schema"],
+            "definition.epsilon": ["must be a number greater than 0"],
+        }
+    )
+    reason = phrase(PLAN_NOT_VALID, problems=problems)
+
+    # when shown in Chinese
+    with translation.override("zh-hans"):
+        shown = refusal_text(reason)
+
+    # then the sentence and each field's problem are translated, the field paths kept
+    assert shown == (
+        "发布计划无效：queries.0.column：结构中没有这一列；definition.epsilon：必须是大于 0 的数"
+    )
+
+
+def test_a_release_stopped_too_often_reads_in_chinese():
+    # given the reason stored when a release's worker stopped twice
+    reason = phrase(RELEASE_WORKER_STOPPED, count=_times(2))
+
+    # when shown in Chinese
+    with translation.override("zh-hans"):
+        shown = refusal_text(reason)
+
+    # then it is one Chinese sentence
+    assert shown == (
+        "计算此次发布的工作进程在完成前停止了两次（被终止、内存不足或超过时间上限）；不会再次尝试。"
+    )
