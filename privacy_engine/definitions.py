@@ -17,8 +17,43 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from privacy_engine.errors import EngineValidationError, prefix_errors
+from privacy_engine.errors import (
+    MUST_BE_ABOVE_ZERO,
+    MUST_BE_FROM_TO,
+    MUST_BE_OBJECT,
+    MUST_BE_PROBABILITY,
+    ONE_OF,
+    EngineValidationError,
+    prefix_errors,
+)
 from privacy_engine.schema import MAX_BOUND, check_declared_size, finite_float
+from privacy_engine.wording import gettext_noop, phrase
+
+# Refusals of a privacy definition (ε, δ, a Blowfish policy) and the warning about a weak δ.
+DELTA_AT_LEAST = gettext_noop(
+    "must be at least {minimum}; for a smaller δ choose ε-differential privacy (pure_dp), which "
+    "has no δ at all"
+)
+DELTA_ABOVE_SQUARE = gettext_noop(
+    "δ = {delta} is above 1/n² = {square} for about {size} records: a mechanism that simply "
+    "publishes each record with probability δ satisfies (0, δ)-DP, and would expose about "
+    "{exposed} records."
+)
+DELTA_CAP_WITHOUT_SIZE = gettext_noop(
+    "must be at most {cap} unless the table's approximate size is declared"
+)
+DELTA_CAP = gettext_noop(
+    "must be at most 1/(10·n) = {limit} for about {size} records: publishing each record with "
+    "probability δ is (0, δ)-DP, so a larger δ lets a mechanism leak whole records"
+)
+DISTANCE_AT_MOST = gettext_noop("must be at most {maximum}, the widest a column's range can be")
+OBJECT_WITH_GRAPH = gettext_noop("must be an object with a graph")
+NAME_PARTITIONED = gettext_noop("name the partitioned column")
+WIDTH_OR_GROUPS = gettext_noop("give a width, or groups as a list of non-empty lists of categories")
+LIST_OF_COLUMNS = gettext_noop("must be a list of column names")
+NAME_DISTANCE_COLUMN = gettext_noop("name the column the distance is on")
+WHOLE_AT_LEAST_ONE = gettext_noop("must be a whole number ≥ 1")
+GRAPHS = gettext_noop("must be one of full_domain, partition, distance_threshold, attribute")
 
 # A release asking for more than this is almost surely a typo; nothing meaningful is protected.
 MAX_EPSILON = 20.0
@@ -32,21 +67,20 @@ MIN_DELTA = 1e-30
 
 def _check_delta_range(delta: float) -> None:
     if isinstance(delta, bool) or not math.isfinite(delta) or not 0 < delta < 1:
-        raise EngineValidationError.single("delta", "must be a number between 0 and 1")
+        raise EngineValidationError.single("delta", MUST_BE_PROBABILITY)
     if delta < MIN_DELTA:
         raise EngineValidationError.single(
-            "delta",
-            f"must be at least {MIN_DELTA:g}; for a smaller δ choose ε-differential privacy "
-            "(pure_dp), which has no δ at all",
+            "delta", phrase(DELTA_AT_LEAST, minimum=f"{MIN_DELTA:g}")
         )
 
 
 def _check_epsilon(epsilon: float) -> None:
     if isinstance(epsilon, bool) or not math.isfinite(epsilon) or epsilon <= 0:
-        raise EngineValidationError.single("epsilon", "must be a number greater than 0")
+        raise EngineValidationError.single("epsilon", MUST_BE_ABOVE_ZERO)
     if not MIN_EPSILON <= epsilon <= MAX_EPSILON:
         raise EngineValidationError.single(
-            "epsilon", f"must be from {MIN_EPSILON:g} to {MAX_EPSILON:g}"
+            "epsilon",
+            phrase(MUST_BE_FROM_TO, minimum=f"{MIN_EPSILON:g}", maximum=f"{MAX_EPSILON:g}"),
         )
 
 
@@ -89,10 +123,13 @@ def delta_warnings(delta: float, declared_size: int | None) -> list[str]:
     """Plain-language warnings for a δ that is allowed but weaker than the default."""
     if declared_size is not None and delta > 1.0 / declared_size**2:
         return [
-            f"δ = {delta:g} is above 1/n² = {1.0 / declared_size**2:g} for about "
-            f"{declared_size:,} records: a mechanism that simply publishes each record with "
-            f"probability δ satisfies (0, δ)-DP, and would expose about "
-            f"{delta * declared_size:.2g} records."
+            phrase(
+                DELTA_ABOVE_SQUARE,
+                delta=f"{delta:g}",
+                square=f"{1.0 / declared_size**2:g}",
+                size=f"{declared_size:,}",
+                exposed=f"{delta * declared_size:.2g}",
+            )
         ]
     return []
 
@@ -103,18 +140,13 @@ def check_delta(delta: float, declared_size: int | None) -> None:
     if declared_size is None:
         if delta > DEFAULT_DELTA_CAP:
             raise EngineValidationError.single(
-                "delta",
-                f"must be at most {DEFAULT_DELTA_CAP:g} unless the table's approximate size is "
-                "declared",
+                "delta", phrase(DELTA_CAP_WITHOUT_SIZE, cap=f"{DEFAULT_DELTA_CAP:g}")
             )
         return
     limit = 1.0 / (10 * declared_size)
     if delta > limit:
         raise EngineValidationError.single(
-            "delta",
-            f"must be at most 1/(10·n) = {limit:g} for about {declared_size:,} records: "
-            "publishing each record with probability δ is (0, δ)-DP, so a larger δ lets a "
-            "mechanism leak whole records",
+            "delta", phrase(DELTA_CAP, limit=f"{limit:g}", size=f"{declared_size:,}")
         )
 
 
@@ -239,7 +271,7 @@ MAX_POLICY_DISTANCE = 2 * MAX_BOUND
 def _positive_number(value: Any, path: str) -> float:
     number = finite_float(value)
     if number is None or number <= 0:
-        raise EngineValidationError.single(path, "must be a number greater than 0")
+        raise EngineValidationError.single(path, MUST_BE_ABOVE_ZERO)
     return number
 
 
@@ -247,7 +279,7 @@ def _policy_distance(value: Any, path: str) -> float:
     number = _positive_number(value, path)
     if number > MAX_POLICY_DISTANCE:
         raise EngineValidationError.single(
-            path, f"must be at most {MAX_POLICY_DISTANCE:g}, the widest a column's range can be"
+            path, phrase(DISTANCE_AT_MOST, maximum=f"{MAX_POLICY_DISTANCE:g}")
         )
     return number
 
@@ -256,14 +288,14 @@ def policy_from_dict(spec: Any) -> Policy:
     """Build a policy from its JSON shape; errors name fields relative to the policy. Checks
     against a schema happen in :func:`check_policy_against_schema`."""
     if not isinstance(spec, Mapping):
-        raise EngineValidationError.single("", "must be an object with a graph")
+        raise EngineValidationError.single("", OBJECT_WITH_GRAPH)
     graph = spec.get("graph")
     if graph == "full_domain":
         return FullDomain()
     if graph == "partition":
         column = spec.get("column")
         if not isinstance(column, str):
-            raise EngineValidationError.single("column", "name the partitioned column")
+            raise EngineValidationError.single("column", NAME_PARTITIONED)
         if "width" in spec:
             return RangePartition(column=column, width=_policy_distance(spec["width"], "width"))
         groups = spec.get("groups")
@@ -274,9 +306,7 @@ def policy_from_dict(spec: Any) -> Policy:
                 isinstance(g, list) and g and all(isinstance(v, str) for v in g) for g in groups
             )
         ):
-            raise EngineValidationError.single(
-                "groups", "give a width, or groups as a list of non-empty lists of categories"
-            )
+            raise EngineValidationError.single("groups", WIDTH_OR_GROUPS)
         return CategoricalPartition(column=column, groups=tuple(tuple(g) for g in groups))
     if graph == "distance_threshold":
         theta = _policy_distance(spec.get("theta"), "theta")
@@ -287,20 +317,18 @@ def policy_from_dict(spec: Any) -> Policy:
                 or not columns
                 or not all(isinstance(c, str) for c in columns)
             ):
-                raise EngineValidationError.single("columns", "must be a list of column names")
+                raise EngineValidationError.single("columns", LIST_OF_COLUMNS)
             return DistanceThreshold(columns=tuple(columns), theta=theta)
         column = spec.get("column")
         if not isinstance(column, str):
-            raise EngineValidationError.single("column", "name the column the distance is on")
+            raise EngineValidationError.single("column", NAME_DISTANCE_COLUMN)
         return DistanceThreshold(columns=(column,), theta=theta)
     if graph == "attribute":
         c = spec.get("c", 1)
         if isinstance(c, bool) or not isinstance(c, int) or c < 1:
-            raise EngineValidationError.single("c", "must be a whole number ≥ 1")
+            raise EngineValidationError.single("c", WHOLE_AT_LEAST_ONE)
         return AttributeGraph(c=c)
-    raise EngineValidationError.single(
-        "graph", "must be one of full_domain, partition, distance_threshold, attribute"
-    )
+    raise EngineValidationError.single("graph", GRAPHS)
 
 
 def definition_from_dict(spec: Mapping[str, Any] | Definition) -> Definition:
@@ -308,19 +336,21 @@ def definition_from_dict(spec: Mapping[str, Any] | Definition) -> Definition:
     if isinstance(spec, PureDP | ApproxDP | Blowfish):
         return spec
     if not isinstance(spec, Mapping):
-        raise EngineValidationError.single("", "must be an object")
+        raise EngineValidationError.single("", MUST_BE_OBJECT)
     kind = spec.get("kind")
     if kind not in DEFINITION_KINDS:
-        raise EngineValidationError.single("kind", f"must be one of: {', '.join(DEFINITION_KINDS)}")
+        raise EngineValidationError.single(
+            "kind", phrase(ONE_OF, choices=", ".join(DEFINITION_KINDS))
+        )
     epsilon = finite_float(spec.get("epsilon"))
     if epsilon is None:
-        raise EngineValidationError.single("epsilon", "must be a number greater than 0")
+        raise EngineValidationError.single("epsilon", MUST_BE_ABOVE_ZERO)
     if kind == "pure_dp":
         return PureDP(epsilon=epsilon)
     if kind == "approx_dp":
         delta = finite_float(spec.get("delta"))
         if delta is None:
-            raise EngineValidationError.single("delta", "must be a number between 0 and 1")
+            raise EngineValidationError.single("delta", MUST_BE_PROBABILITY)
         return ApproxDP(epsilon=epsilon, delta=delta)
     _check_epsilon(epsilon)
     try:

@@ -15,7 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from privacy_engine.errors import EngineValidationError, prefix_errors
+from privacy_engine.errors import (
+    MUST_BE_OBJECT,
+    ONE_OF,
+    WEIGHT_FROM_TO,
+    EngineValidationError,
+    prefix_errors,
+)
 from privacy_engine.kinds import Query, QueryKind, kind_named, kind_of, registered_kinds
 from privacy_engine.kinds.count import Count
 from privacy_engine.kinds.histogram import MAX_BINS, Histogram, bin_labels
@@ -60,7 +66,7 @@ def _parse(spec: Mapping[str, Any]) -> tuple[QueryKind, Query]:
     kinds = registered_kinds()
     kind = spec.get("kind")
     if kind not in kinds:
-        raise EngineValidationError.single("kind", f"must be one of: {', '.join(kinds)}")
+        raise EngineValidationError.single("kind", ONE_OF, choices=", ".join(kinds))
     weight = spec.get("weight", 1)
     if (
         isinstance(weight, bool)
@@ -68,7 +74,7 @@ def _parse(spec: Mapping[str, Any]) -> tuple[QueryKind, Query]:
         or not MIN_WEIGHT <= weight <= MAX_WEIGHT
     ):
         raise EngineValidationError.single(
-            "weight", f"must be a number from {MIN_WEIGHT:g} to {MAX_WEIGHT:g}"
+            "weight", WEIGHT_FROM_TO, minimum=f"{MIN_WEIGHT:g}", maximum=f"{MAX_WEIGHT:g}"
         )
     query_kind = kind_named(kind)
     query = query_kind.parse(spec, float(weight))
@@ -92,9 +98,9 @@ def query_from_dict(spec: Mapping[str, Any] | Query, schema: Schema) -> Query:
         try:
             query_kind = kind_of(spec)
         except TypeError:
-            raise EngineValidationError.single("", "must be an object") from None
+            raise EngineValidationError.single("", MUST_BE_OBJECT) from None
         if not isinstance(spec, query_kind.query_type):
-            raise EngineValidationError.single("", "must be an object")
+            raise EngineValidationError.single("", MUST_BE_OBJECT)
         query = spec
     query_kind.validate(query, schema)
     return query

@@ -153,7 +153,18 @@ import numpy as np
 import opendp.prelude as dp
 
 from privacy_engine.definitions import MAX_EPSILON, MIN_EPSILON
-from privacy_engine.errors import EngineValidationError
+from privacy_engine.errors import (
+    COUNT_SHARE,
+    MUST_BE_ABOVE_ZERO,
+    MUST_BE_FROM_TO,
+    MUST_BE_PROBABILITY,
+    PADDING_TOO_LARGE,
+    REPORTS_TOO_LITTLE,
+    RESPONSE_CATEGORIES,
+    RESPONSE_EPSILON_TOO_SMALL,
+    SHARES_EXCEED_EPSILON,
+    EngineValidationError,
+)
 from privacy_engine.mechanisms import GeometricMechanism, laplace_calibration
 from privacy_engine.noise import NoiseSource
 from privacy_engine.random_bits import ByteSource, random_words, system_random_bytes
@@ -211,23 +222,25 @@ def _check_categories(categories: Any) -> int:
     if not 2 <= int(categories) <= MAX_RESPONSE_CATEGORIES:
         raise EngineValidationError.single(
             "categories",
-            f"randomized response needs from 2 to {MAX_RESPONSE_CATEGORIES:,} public categories",
+            RESPONSE_CATEGORIES,
+            minimum=2,
+            maximum=f"{MAX_RESPONSE_CATEGORIES:,}",
         )
     return int(categories)
 
 
 def _check_epsilon(epsilon: Any) -> float:
     if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
-        raise EngineValidationError.single("epsilon", "must be a number greater than 0")
+        raise EngineValidationError.single("epsilon", MUST_BE_ABOVE_ZERO)
     try:
         number = float(epsilon)
     except OverflowError:
-        raise EngineValidationError.single("epsilon", "must be a number greater than 0") from None
+        raise EngineValidationError.single("epsilon", MUST_BE_ABOVE_ZERO) from None
     if not math.isfinite(number) or number <= 0:
-        raise EngineValidationError.single("epsilon", "must be a number greater than 0")
+        raise EngineValidationError.single("epsilon", MUST_BE_ABOVE_ZERO)
     if not MIN_EPSILON <= number <= MAX_EPSILON:
         raise EngineValidationError.single(
-            "epsilon", f"must be from {MIN_EPSILON:g} to {MAX_EPSILON:g}"
+            "epsilon", MUST_BE_FROM_TO, minimum=f"{MIN_EPSILON:g}", maximum=f"{MAX_EPSILON:g}"
         )
     return number
 
@@ -287,7 +300,7 @@ def keep_calibration(categories: int, epsilon: float) -> tuple[int, float]:
         threshold -= 1
         spent = _opendp_epsilon(categories, threshold)
     if threshold * categories <= _THRESHOLD_SCALE:  # p' ≤ 1/k: unreachable for ε ≥ MIN_EPSILON
-        raise EngineValidationError.single("epsilon", "is too small for randomized response")
+        raise EngineValidationError.single("epsilon", RESPONSE_EPSILON_TOO_SMALL)
     return threshold, spent
 
 
@@ -500,9 +513,9 @@ class RandomizedResponseMechanism:
 
 def _normal_quantile(coverage: float) -> float:
     if isinstance(coverage, bool) or not isinstance(coverage, float | int):
-        raise EngineValidationError.single("coverage", "must be a number between 0 and 1")
+        raise EngineValidationError.single("coverage", MUST_BE_PROBABILITY)
     if not 0.0 < coverage < 1.0:
-        raise EngineValidationError.single("coverage", "must be a number between 0 and 1")
+        raise EngineValidationError.single("coverage", MUST_BE_PROBABILITY)
     return NormalDist().inv_cdf(0.5 + coverage / 2.0)
 
 
@@ -572,12 +585,12 @@ _ALPHA_ULPS = 4
 def _check_delta(delta: Any) -> float:
     # No whole number lies strictly between 0 and 1: only a float can be a δ.
     if not isinstance(delta, float) or not math.isfinite(delta) or not 0.0 < delta < 1.0:
-        raise EngineValidationError.single("delta", "must be a number between 0 and 1")
+        raise EngineValidationError.single("delta", MUST_BE_PROBABILITY)
     return float(delta)
 
 
 def _check_count_share(count_share: Any) -> float:
-    message = "must be a number between 0 and 1 (the count's share of ε)"
+    message = COUNT_SHARE
     if (
         not isinstance(count_share, float)
         or not math.isfinite(count_share)
@@ -612,9 +625,7 @@ def padding_shift(alpha: float, delta: float) -> int:
     """The smallest s ≥ 2 with α^{s−1}/(1 + α) ≤ δ (with a 10⁻⁹ relative margin for rounding).
     A shift beyond :data:`MAX_PADDING_SHIFT` is refused naming ``epsilon``."""
     too_many = EngineValidationError.single(
-        "epsilon",
-        "leaves the count so little that the padding would exceed "
-        f"{MAX_PADDING_SHIFT:,} dummy rows; raise ε, δ or the count's share",
+        "epsilon", PADDING_TOO_LARGE, rows=f"{MAX_PADDING_SHIFT:,}"
     )
     if not 0.0 < alpha < 1.0:
         raise too_many
@@ -669,11 +680,9 @@ class PaddedPlan:
         for name in ("count_epsilon", "report_epsilon"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise EngineValidationError.single(name, "must be a number greater than 0")
+                raise EngineValidationError.single(name, MUST_BE_ABOVE_ZERO)
         if not self.count_epsilon + self.report_epsilon <= self.epsilon:
-            raise EngineValidationError.single(
-                "epsilon", "is less than the count's and the reports' shares together"
-            )
+            raise EngineValidationError.single("epsilon", SHARES_EXCEED_EPSILON)
         keep_calibration(self.categories, self.report_epsilon)  # refuses too small an ε_r
         sampler_alpha = count_calibration(self.count_epsilon)[1]
         if not sampler_alpha <= self.alpha < 1.0:
@@ -743,7 +752,7 @@ def padded_plan(
         report_epsilon = math.nextafter(report_epsilon, 0.0)
     if report_epsilon < MIN_EPSILON:
         raise EngineValidationError.single(
-            "epsilon", f"leaves the reports less than {MIN_EPSILON:g} after the count's share"
+            "epsilon", REPORTS_TOO_LITTLE, minimum=f"{MIN_EPSILON:g}"
         )
     alpha = count_calibration(count_epsilon)[1]
     return PaddedPlan(

@@ -45,7 +45,18 @@ from privacy_engine.engines import (
     InProcessEngine,
     aggregate_table,
 )
-from privacy_engine.errors import EngineValidationError, prefix_errors
+from privacy_engine.errors import (
+    AT_LEAST_ONE_STATISTIC,
+    AT_MOST_ROWS,
+    AT_MOST_STATISTICS,
+    EVEN_LARGEST_EPSILON,
+    FINITE_AT_LEAST_ZERO,
+    GROUPS_PER_RELEASE,
+    SIZE_FOR_MEAN,
+    TABLE_LACKS_COLUMNS,
+    EngineValidationError,
+    prefix_errors,
+)
 from privacy_engine.footprint import Footprint, records_in_parallel, split_parallel
 from privacy_engine.kinds import PlanContext, PlannedStatistic, StatisticResult, kind_of
 from privacy_engine.kinds.base import Ask
@@ -327,9 +338,9 @@ def plan_release(
         errors.update(prefix_errors("definition", error).errors)
     typed: list[Query] = []
     if not isinstance(queries, Sequence) or isinstance(queries, str) or not queries:
-        errors["queries"] = ["choose at least one statistic"]
+        errors["queries"] = [AT_LEAST_ONE_STATISTIC]
     elif len(queries) > MAX_QUERIES:
-        errors["queries"] = [f"choose at most {MAX_QUERIES} statistics per release"]
+        errors["queries"] = [phrase(AT_MOST_STATISTICS, count=MAX_QUERIES)]
     else:
         for index, spec in enumerate(queries):
             try:
@@ -337,9 +348,7 @@ def plan_release(
             except EngineValidationError as error:
                 errors.update(prefix_errors(f"queries.{index}", error).errors)
         if groups_named(typed) > MAX_GROUPS_NAMED:
-            errors["queries"] = [
-                f"restrictions name at most {MAX_GROUPS_NAMED:,} groups per release in all"
-            ]
+            errors["queries"] = [phrase(GROUPS_PER_RELEASE, count=f"{MAX_GROUPS_NAMED:,}")]
     if errors:
         raise EngineValidationError(errors)
     assert not isinstance(definition, Mapping)
@@ -380,7 +389,7 @@ def epsilon_for_accuracy(
         with contextlib.suppress(OverflowError):  # a whole number beyond any float
             target = float(ci95_halfwidth)
     if not math.isfinite(target) or target < 0:
-        raise EngineValidationError.single("ci95_halfwidth", "must be a finite number ≥ 0")
+        raise EngineValidationError.single("ci95_halfwidth", FINITE_AT_LEAST_ZERO)
     ci95_halfwidth = target
     plan = plan_release(schema=schema, definition=definition, queries=[query])
     (statistic,) = plan.statistics
@@ -393,15 +402,13 @@ def epsilon_for_accuracy(
             schema=plan.schema, definition=varied, queries=[statistic.query]
         ).statistics[0]
         if entry.ci95_halfwidth is None:
-            raise EngineValidationError.single(
-                "query", "declare the table's approximate size to solve for a mean's accuracy"
-            )
+            raise EngineValidationError.single("query", SIZE_FOR_MEAN)
         return entry.ci95_halfwidth
 
     low, high = MIN_EPSILON, MAX_EPSILON
     if halfwidth_at(high) > ci95_halfwidth:
         raise EngineValidationError.single(
-            "ci95_halfwidth", f"even ε = {MAX_EPSILON:g} cannot make this statistic that accurate"
+            "ci95_halfwidth", EVEN_LARGEST_EPSILON, epsilon=f"{MAX_EPSILON:g}"
         )
     if halfwidth_at(low) <= ci95_halfwidth:
         return low
@@ -623,23 +630,19 @@ def release_stored_table(
     try:
         aggregated = engine.aggregate(path, flat, bound)
     except KeyError:
-        raise EngineValidationError.single("columns", "the table lacks declared columns") from None
+        raise EngineValidationError.single("columns", TABLE_LACKS_COLUMNS) from None
     if any(
         isinstance(request, RowCount) and answer > MAX_ROWS
         for request, answer in zip(flat, aggregated.answers, strict=True)
     ):
-        raise EngineValidationError.single(
-            "rows", f"the engine answers tables of at most {MAX_ROWS:,} rows"
-        )
+        raise EngineValidationError.single("rows", AT_MOST_ROWS, count=f"{MAX_ROWS:,}")
     chosen = engine
 
     def later_round(wanted: list[Aggregate]) -> Aggregated:
         try:
             return chosen.aggregate(path, wanted, bound)
         except KeyError:
-            raise EngineValidationError.single(
-                "columns", "the table lacks declared columns"
-            ) from None
+            raise EngineValidationError.single("columns", TABLE_LACKS_COLUMNS) from None
 
     return dataclasses.replace(
         _release_from_aggregates(plan, requests, aggregated, _Rounds(later_round)),
@@ -664,9 +667,7 @@ def run_queries(
     """
     plan = plan_release(schema=schema, definition=definition, queries=queries, noise=noise)
     if len(frame) > MAX_ROWS:
-        raise EngineValidationError.single(
-            "rows", f"the engine answers tables of at most {MAX_ROWS:,} rows"
-        )
+        raise EngineValidationError.single("rows", AT_MOST_ROWS, count=f"{MAX_ROWS:,}")
     requests = _plan_requests(plan)
     flat = [request for wanted in requests for request in wanted]
     bound = _bound(plan.schema)
@@ -674,7 +675,7 @@ def run_queries(
     if bound.person_key is not None:
         labels.add(bound.person_key)
     if any(name not in frame.columns for name in [*numbers, *labels]):
-        raise EngineValidationError.single("columns", "the table lacks declared columns")
+        raise EngineValidationError.single("columns", TABLE_LACKS_COLUMNS)
     started = time.perf_counter()
     table = typed_from_frame(frame, numbers=numbers, labels=labels)
     read = time.perf_counter()

@@ -12,7 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from privacy_engine.errors import EngineValidationError
+from privacy_engine.errors import (
+    MUST_BE_FINITE,
+    MUST_BE_NUMBER,
+    MUST_BE_OBJECT,
+    MUST_BE_POSITIVE_WHOLE,
+    MUST_BE_STRING,
+    MUST_BE_TRUE_OR_FALSE,
+    EngineValidationError,
+)
 from privacy_engine.wording import CLAUSE_SEPARATOR, gettext_noop, phrase
 
 FROM_DATA_BOUNDS = gettext_noop("bounds taken from the data: they are disclosed exactly")
@@ -28,6 +36,31 @@ PERSON_RULE = gettext_noop(
     "at most {rows} rows per {key} kept (first in file order); rows without a {key} dropped"
 )
 NOT_USED = gettext_noop("not used")
+
+# Refusals of a schema (the field they name is said by the page or the API).
+LABEL_TOO_LONG = gettext_noop("labels are at most {count} characters")
+LABEL_CONTROL = gettext_noop("labels cannot hold control or invisible characters")
+BOUNDS_FINITE = gettext_noop("bounds must be finite numbers")
+BOUNDS_BETWEEN = gettext_noop("bounds must lie between -{limit} and {limit}")
+UPPER_ABOVE_LOWER = gettext_noop("upper bound must be greater than lower")
+FILL_WITHIN_BOUNDS = gettext_noop("the fill value must lie within the bounds")
+TYPICAL_WITHIN_BOUNDS = gettext_noop("the typical value must lie within the bounds")
+AT_LEAST_ONE_CATEGORY = gettext_noop("declare at least one category")
+AT_MOST_CATEGORIES = gettext_noop("declare at most {count} categories")
+DISTINCT_CATEGORIES = gettext_noop("categories must be distinct")
+EMPTY_CATEGORY = gettext_noop("a category cannot be empty (empty values are missing: use fill)")
+NAME_OTHER = gettext_noop("name the other bucket")
+OTHER_NOT_CATEGORY = gettext_noop("the other bucket must not be a category")
+FILL_DECLARED = gettext_noop("the fill value must be a declared category")
+SIZE_AT_MOST = gettext_noop("must be at most {count}, the largest table the engine answers")
+NEED_BOUNDS = gettext_noop("numeric columns need public bounds")
+LIST_OF_STRINGS = gettext_noop("must be a list of strings")
+COLUMN_KINDS = gettext_noop("must be one of numeric, categorical, identifier")
+COLUMN_DECLARATIONS = gettext_noop("must be an object of column declarations")
+NO_SUCH_COLUMN = gettext_noop("no such column in the uploaded table")
+NAME_A_COLUMN = gettext_noop("must name a column of the table")
+KEY_IDENTIFIER = gettext_noop("the person key must be an identifier column")
+ROWS_PER_PERSON = gettext_noop("must be a whole number from 1 to 1000")
 
 # The largest table the engine answers, and the largest declared size. A public cap: sums are
 # computed exactly on a grid chosen from it and the bounds (exact_sums.py), never from the real
@@ -62,10 +95,10 @@ MAX_LABEL = 200
 def label_problem(label: str) -> str | None:
     """Why a category label cannot be published, or None."""
     if len(label) > MAX_LABEL:
-        return f"labels are at most {MAX_LABEL} characters"
+        return phrase(LABEL_TOO_LONG, count=MAX_LABEL)
     # Line breaks, control and invisible format characters would forge or hide text.
     if any(unicodedata.category(character) in ("Cc", "Cf") for character in label):
-        return "labels cannot hold control or invisible characters"
+        return LABEL_CONTROL
     return None
 
 
@@ -91,22 +124,20 @@ class NumericColumn:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.lower) and math.isfinite(self.upper)):
-            raise EngineValidationError.single("lower", "bounds must be finite numbers")
+            raise EngineValidationError.single("lower", BOUNDS_FINITE)
         errors = {
-            key: [f"bounds must lie between -{_MAX_BOUND_TEXT} and {_MAX_BOUND_TEXT}"]
+            key: [phrase(BOUNDS_BETWEEN, limit=_MAX_BOUND_TEXT)]
             for key, value in (("lower", self.lower), ("upper", self.upper))
             if abs(value) > MAX_BOUND
         }
         if errors:
             raise EngineValidationError(errors)
         if self.lower >= self.upper:
-            raise EngineValidationError.single("upper", "upper bound must be greater than lower")
+            raise EngineValidationError.single("upper", UPPER_ABOVE_LOWER)
         if self.fill is not None and not self.lower <= self.fill <= self.upper:
-            raise EngineValidationError.single("fill", "the fill value must lie within the bounds")
+            raise EngineValidationError.single("fill", FILL_WITHIN_BOUNDS)
         if self.typical is not None and not self.lower <= self.typical <= self.upper:
-            raise EngineValidationError.single(
-                "typical", "the typical value must lie within the bounds"
-            )
+            raise EngineValidationError.single("typical", TYPICAL_WITHIN_BOUNDS)
 
     @property
     def width(self) -> float:
@@ -160,13 +191,13 @@ class CategoricalColumn:
 
     def __post_init__(self) -> None:
         if not self.categories:
-            raise EngineValidationError.single("categories", "declare at least one category")
+            raise EngineValidationError.single("categories", AT_LEAST_ONE_CATEGORY)
         if len(self.categories) > MAX_CATEGORIES:
             raise EngineValidationError.single(
-                "categories", f"declare at most {MAX_CATEGORIES:,} categories"
+                "categories", phrase(AT_MOST_CATEGORIES, count=f"{MAX_CATEGORIES:,}")
             )
         if len(set(self.categories)) != len(self.categories):
-            raise EngineValidationError.single("categories", "categories must be distinct")
+            raise EngineValidationError.single("categories", DISTINCT_CATEGORIES)
         for key, labels in (
             ("categories", self.categories),
             ("other", (self.other,) if self.other is not None else ()),
@@ -176,16 +207,14 @@ class CategoricalColumn:
                 raise EngineValidationError.single(key, problem)
         # An empty value is a missing one: as a label it would only ever count missing values.
         if "" in self.categories:
-            raise EngineValidationError.single(
-                "categories", "a category cannot be empty (empty values are missing: use fill)"
-            )
+            raise EngineValidationError.single("categories", EMPTY_CATEGORY)
         if self.other == "":
-            raise EngineValidationError.single("other", "name the other bucket")
+            raise EngineValidationError.single("other", NAME_OTHER)
         if self.other is not None and self.other in self.categories:
-            raise EngineValidationError.single("other", "the other bucket must not be a category")
+            raise EngineValidationError.single("other", OTHER_NOT_CATEGORY)
         allowed = (*self.categories, *((self.other,) if self.other is not None else ()))
         if self.fill is not None and self.fill not in allowed:
-            raise EngineValidationError.single("fill", "the fill value must be a declared category")
+            raise EngineValidationError.single("fill", FILL_DECLARED)
 
     @property
     def buckets(self) -> tuple[str, ...]:
@@ -281,11 +310,10 @@ def check_declared_size(declared_size: Any) -> int:
     """A declared size is a whole number from 1 to ``MAX_ROWS``; anything else is refused
     naming ``declared_size`` (its cost must never grow with a number the curator typed)."""
     if isinstance(declared_size, bool) or not isinstance(declared_size, int) or declared_size < 1:
-        raise EngineValidationError.single("declared_size", "must be a positive whole number")
+        raise EngineValidationError.single("declared_size", MUST_BE_POSITIVE_WHOLE)
     if declared_size > MAX_ROWS:
         raise EngineValidationError.single(
-            "declared_size",
-            f"must be at most {MAX_ROWS:,}, the largest table the engine answers",
+            "declared_size", phrase(SIZE_AT_MOST, count=f"{MAX_ROWS:,}")
         )
     return declared_size
 
@@ -304,27 +332,27 @@ def finite_float(value: Any) -> float | None:
 
 def _number(value: Any, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise EngineValidationError.single(path, "must be a number")
+        raise EngineValidationError.single(path, MUST_BE_NUMBER)
     number = finite_float(value)
     if number is None:
-        raise EngineValidationError.single(path, "must be a finite number")
+        raise EngineValidationError.single(path, MUST_BE_FINITE)
     return number
 
 
 def column_from_dict(spec: Mapping[str, Any]) -> Column:
     """Build a column from its JSON shape; errors name fields relative to the column."""
     if not isinstance(spec, Mapping):
-        raise EngineValidationError.single("", "must be an object")
+        raise EngineValidationError.single("", MUST_BE_OBJECT)
     kind = spec.get("kind")
     from_data = spec.get("from_data", False)
     if not isinstance(from_data, bool):
-        raise EngineValidationError.single("from_data", "must be true or false")
+        raise EngineValidationError.single("from_data", MUST_BE_TRUE_OR_FALSE)
     if kind == "numeric":
         errors: dict[str, list[str]] = {}
         bounds: dict[str, float] = {}
         for key in ("lower", "upper"):
             if key not in spec:
-                errors[key] = ["numeric columns need public bounds"]
+                errors[key] = [NEED_BOUNDS]
                 continue
             try:
                 bounds[key] = _number(spec[key], key)
@@ -344,12 +372,12 @@ def column_from_dict(spec: Mapping[str, Any]) -> Column:
     if kind == "categorical":
         categories = spec.get("categories")
         if not isinstance(categories, list) or not all(isinstance(c, str) for c in categories):
-            raise EngineValidationError.single("categories", "must be a list of strings")
+            raise EngineValidationError.single("categories", LIST_OF_STRINGS)
         other = spec.get("other")
         fill = spec.get("fill")
         for key, value in (("other", other), ("fill", fill)):
             if value is not None and not isinstance(value, str):
-                raise EngineValidationError.single(key, "must be a string")
+                raise EngineValidationError.single(key, MUST_BE_STRING)
         # Table values are compared after trimming spaces, so declared ones are trimmed too.
         return CategoricalColumn(
             categories=tuple(c.strip() for c in categories),
@@ -359,7 +387,7 @@ def column_from_dict(spec: Mapping[str, Any]) -> Column:
         )
     if kind == "identifier":
         return IdentifierColumn()
-    raise EngineValidationError.single("kind", "must be one of numeric, categorical, identifier")
+    raise EngineValidationError.single("kind", COLUMN_KINDS)
 
 
 def schema_from_dict(
@@ -373,12 +401,12 @@ def schema_from_dict(
     if isinstance(spec, Schema):
         return spec
     if not isinstance(spec, Mapping) or not isinstance(spec.get("columns"), Mapping):
-        raise EngineValidationError.single("columns", "must be an object of column declarations")
+        raise EngineValidationError.single("columns", COLUMN_DECLARATIONS)
     errors: dict[str, list[str]] = {}
     columns: dict[str, Column] = {}
     for name, column_spec in spec["columns"].items():
         if known_columns is not None and name not in known_columns:
-            errors[f"columns.{name}"] = ["no such column in the uploaded table"]
+            errors[f"columns.{name}"] = [NO_SUCH_COLUMN]
             continue
         try:
             columns[name] = column_from_dict(column_spec)
@@ -397,11 +425,11 @@ def schema_from_dict(
         if not isinstance(person_key, str) or (
             known_columns is not None and person_key not in known_columns
         ):
-            errors["person_key"] = ["must name a column of the table"]
+            errors["person_key"] = [NAME_A_COLUMN]
         elif not isinstance(columns.get(person_key, IdentifierColumn()), IdentifierColumn):
-            errors["person_key"] = ["the person key must be an identifier column"]
+            errors["person_key"] = [KEY_IDENTIFIER]
     if isinstance(max_rows, bool) or not isinstance(max_rows, int) or not 1 <= max_rows <= 1000:
-        errors["max_rows_per_person"] = ["must be a whole number from 1 to 1000"]
+        errors["max_rows_per_person"] = [ROWS_PER_PERSON]
     if errors:
         raise EngineValidationError(errors)
     if known_columns is not None:

@@ -38,10 +38,17 @@ from privacy_engine.definitions import (
     definition_from_dict,
     with_default_delta,
 )
-from privacy_engine.errors import EngineValidationError
+from privacy_engine.errors import (
+    RANGE_OF,
+    RANGE_OF_THE_COLUMN,
+    ROUNDING_DOMINATES,
+    WIDTH_W,
+    EngineValidationError,
+)
 from privacy_engine.exact_sums import ceil_to_grid, float_up, sqrt_up, sum_grid
 from privacy_engine.policies import check_policy_against_schema
 from privacy_engine.schema import MAX_ROWS, NumericColumn, Schema, format_number, schema_from_dict
+from privacy_engine.wording import phrase
 
 if TYPE_CHECKING:
     from privacy_engine.kinds import Query
@@ -88,7 +95,8 @@ def _unconstrained(name: str, column: NumericColumn) -> _Bound:
     exact = _width(column)
     if column.fill is None:
         exact = max(exact, Fraction(column.max_magnitude))
-    return _on_grid(exact, column, _column_field(name), f"the range of {name or 'the column'}")
+    what = phrase(RANGE_OF, name=name) if name else phrase(RANGE_OF_THE_COLUMN)
+    return _on_grid(exact, column, _column_field(name), what)
 
 
 def _blowfish_sum(columns: Mapping[str, NumericColumn], policy: Any) -> list[_Bound]:
@@ -108,17 +116,19 @@ def _blowfish_sum(columns: Mapping[str, NumericColumn], policy: Any) -> list[_Bo
                 continue
             width = Fraction(policy.width)
             if width < _width(column):
-                bounds.append(_on_grid(width, column, "policy.width", "the width w"))
+                bounds.append(_on_grid(width, column, "policy.width", phrase(WIDTH_W)))
             else:
                 bounds.append(
-                    _on_grid(_width(column), column, _column_field(name), f"the range of {name}")
+                    _on_grid(
+                        _width(column), column, _column_field(name), phrase(RANGE_OF, name=name)
+                    )
                 )
         return bounds
     if isinstance(policy, DistanceThreshold):
         named = [name for name in columns if name in policy.columns]
         bounds = [free[name] for name in columns if name not in policy.columns]
         ranges = [
-            _on_grid(_width(columns[n]), columns[n], _column_field(n), f"the range of {n}")
+            _on_grid(_width(columns[n]), columns[n], _column_field(n), phrase(RANGE_OF, name=n))
             for n in named
         ]
         theta = Fraction(policy.theta)
@@ -142,11 +152,13 @@ def _refuse_dominant_rounding(bounds: list[_Bound]) -> None:
             smallest = float_up(Fraction(bound.step) / MAX_ROUNDING_SHARE)
             raise EngineValidationError.single(
                 bound.field,
-                f"{bound.what} ({format_number(float(bound.exact))}) is too small next to the "
-                f"column's bounds for an exact sum: sums of up to {MAX_ROWS:,} records are "
-                f"computed in steps of {format_number(bound.step)}, which would add more than "
-                f"{float(MAX_ROUNDING_SHARE):.0%} to the sensitivity. Make it at least "
-                f"{format_number(smallest)}, declare bounds nearer 0, or choose ε-DP.",
+                ROUNDING_DOMINATES,
+                what=bound.what,
+                exact=format_number(float(bound.exact)),
+                rows=f"{MAX_ROWS:,}",
+                step=format_number(bound.step),
+                share=f"{float(MAX_ROUNDING_SHARE):.0%}",
+                smallest=format_number(smallest),
             )
 
 

@@ -76,7 +76,13 @@ import numpy as np
 from privacy_engine.aggregates import Aggregate, BinCounts, PairCounts
 from privacy_engine.consistency import non_negative, rake
 from privacy_engine.definitions import ApproxDP
-from privacy_engine.errors import EngineValidationError
+from privacy_engine.errors import (
+    SYNTHETIC_BUCKETS,
+    SYNTHETIC_COLUMNS,
+    SYNTHETIC_COLUMNS_EXAMPLE,
+    SYNTHETIC_DROPS,
+    EngineValidationError,
+)
 from privacy_engine.exact_sums import sqrt_up
 from privacy_engine.kinds.base import (
     PlanContext,
@@ -297,9 +303,7 @@ class SyntheticKind(QueryKind):
             or len(set(columns)) != len(columns)
         ):
             raise EngineValidationError.single(
-                "columns",
-                f"name {MIN_COLUMNS} to {MAX_COLUMNS} different columns, "
-                'e.g. ["sex", "region", "age"]',
+                "columns", SYNTHETIC_COLUMNS_EXAMPLE, minimum=MIN_COLUMNS, maximum=MAX_COLUMNS
             )
         edges = parse_column_edges(spec.get("bins"), columns)
         return Synthetic(columns=tuple(columns), weight=weight, bins=edges)
@@ -311,22 +315,18 @@ class SyntheticKind(QueryKind):
             or len(query.bins) != len(query.columns)
         ):
             raise EngineValidationError.single(
-                "columns", f"name {MIN_COLUMNS} to {MAX_COLUMNS} different columns"
+                "columns", SYNTHETIC_COLUMNS, minimum=MIN_COLUMNS, maximum=MAX_COLUMNS
             )
         for name, side in zip(query.columns, sides(query, schema), strict=True):
             if side.drops:
-                raise EngineValidationError.single(
-                    "columns",
-                    f"'{_shown(name)}' can leave records out (a missing value without a fill, or "
-                    "a category outside the list without an other bucket): a synthetic record "
-                    "needs a value in every column, so declare a fill value (and an other "
-                    "bucket for a categorical column)",
-                )
+                raise EngineValidationError.single("columns", SYNTHETIC_DROPS, name=_shown(name))
             if len(side.buckets) > MAX_BUCKETS:
                 raise EngineValidationError.single(
                     f"bins.{name}" if isinstance(side.counts, BinCounts) else "columns",
-                    f"'{_shown(name)}' has {len(side.buckets):,} buckets; a synthetic table "
-                    f"allows at most {MAX_BUCKETS} per column",
+                    SYNTHETIC_BUCKETS,
+                    name=_shown(name),
+                    count=f"{len(side.buckets):,}",
+                    limit=MAX_BUCKETS,
                 )
 
     def to_dict(self, query: Synthetic) -> dict[str, Any]:

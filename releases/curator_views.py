@@ -47,6 +47,7 @@ from releases.forms import (
     name_looks_like_identifier,
 )
 from releases.models import Release
+from releases.refusals import refusal_errors, refusal_text
 from releases.risk_selectors import risk_card_for_draft
 from releases.services.datasets import (
     DuplicateUpload,
@@ -101,7 +102,7 @@ def _add_errors(form, errors: dict[str, list[str]], fields_prefix: str = "") -> 
     for path, messages_for_path in errors.items():
         field = path.removeprefix(fields_prefix).split(".")[-1]
         for message in messages_for_path:
-            form.add_error(field if field in form.fields else None, message)
+            form.add_error(field if field in form.fields else None, refusal_text(message))
 
 
 def _budget_rows(datasets):
@@ -301,7 +302,7 @@ def dataset_detail(request, pk: int):
                 for path, errors in error.errors.items():
                     parts = path.split(".")
                     form = by_name.get(parts[1]) if len(parts) > 1 else None
-                    for message in errors:
+                    for message in map(refusal_text, errors):
                         if form is None:
                             messages.error(request, message)
                         else:
@@ -346,6 +347,7 @@ def dataset_page_render(
             "curator/dataset_processing.html",
             {
                 "dataset": dataset,
+                # The engine's or the table reader's English, in the reader's language.
                 "raw_delete_form": raw_delete_form,
                 "raw_delete_reason_max_length": RAW_DELETE_REASON_MAX_LENGTH,
             },
@@ -464,12 +466,12 @@ def _add_definition_errors(form, errors: dict[str, list[str]]) -> None:
         elif parts[0] == "queries" and len(parts) > 1 and parts[1].isdigit():
             # A chosen statistic this definition cannot release: said for the form, naming it.
             for message in messages_for_path:
-                form.add_error(None, f"Statistic {int(parts[1]) + 1}: {message}")
+                form.add_error(None, f"Statistic {int(parts[1]) + 1}: {refusal_text(message)}")
             continue
         else:
             field = parts[-1]
         for message in messages_for_path:
-            form.add_error(field if field in form.fields else None, message)
+            form.add_error(field if field in form.fields else None, refusal_text(message))
 
 
 DRAFT_DEFINITION_STALE = (
@@ -524,7 +526,7 @@ def _draft_definition_update(request, release: Release, *, title: str, definitio
         queries=kept or [{"kind": "count"}],
     )
     removed = "; ".join(
-        f"{_statistic_name(release.queries[int(path.split('.')[1])])}: {message}"
+        f"{_statistic_name(release.queries[int(path.split('.')[1])])}: {refusal_text(message)}"
         for path, messages_for_path in problems.items()
         for message in messages_for_path
     )
@@ -561,6 +563,7 @@ def _privacy_step(request, dataset, release: Release | None):
         if spec.get("kind") != "identifier"
     ]
     refusal = blowfish_refusal(dataset.schema) if dataset.schema else None
+    refusal = refusal and refusal_text(refusal)
     form = PrivacyStepForm(
         request.POST or None, initial=initial, columns=columns, blowfish_refusal=refusal
     )
@@ -889,7 +892,7 @@ def wizard_statistics(request, pk: int):
                 if parts[0] == "queries" and len(parts) > 2 and parts[1].isdigit():
                     form = live_forms[int(parts[1])]
                     for message in errors:
-                        form.add_engine_error(".".join(parts[2:]), message)
+                        form.add_engine_error(".".join(parts[2:]), refusal_text(message))
                 elif parts[0] == "definition":
                     # The schema changed under the draft's definition: only the privacy step
                     # can fix it, and no statistics can be saved until then.
@@ -901,11 +904,14 @@ def wizard_statistics(request, pk: int):
                                 "chosen (%(field)s: %(message)s): fix it on the Privacy step "
                                 "first."
                             )
-                            % {"field": path.removeprefix("definition."), "message": message},
+                            % {
+                                "field": path.removeprefix("definition."),
+                                "message": refusal_text(message),
+                            },
                         )
                 else:
                     for message in errors:
-                        messages.error(request, message)
+                        messages.error(request, refusal_text(message))
         else:
             return redirect("wizard-preview", pk=release.pk)
     context = _wizard_context(release, release.dataset, "statistics")
@@ -998,7 +1004,7 @@ def _back_to_fix(request, release: Release, errors: dict[str, list[str]]):
             index = int(parts[1])
             if index < len(release.queries):
                 where = f"statistic {index + 1} ({_statistic_name(release.queries[index])})"
-        texts += [f"{where}: {message}" for message in messages_for_path]
+        texts += [f"{where}: {refusal_text(message)}" for message in messages_for_path]
     if any(path.split(".")[0] == "definition" for path in errors):
         messages.error(
             request,
@@ -1104,7 +1110,7 @@ def wizard_confirm(request, pk: int):
             except ValidationFailed as error:
                 for errors in error.errors.values():
                     for message in errors:
-                        messages.error(request, message)
+                        messages.error(request, refusal_text(message))
             else:
                 return redirect("release-status", pk=release.pk)
     context = _wizard_context(release, release.dataset, "confirm")
@@ -1146,6 +1152,7 @@ def release_status(request, pk: int):
             if release.is_published
             else None,
             "statistics": statistics,
+            # Why it failed or was closed, in the reader's language (stored in English).
             "can_publish_again": release.status == Release.Status.FAILED
             and release.answers.exists(),
         },
@@ -1183,7 +1190,8 @@ def wizard_blowfish_explanation(request, dataset_pk: int):
     try:
         explanation = policy_explanation(dataset=dataset, policy=form.policy(), epsilon=epsilon)
     except ValidationFailed as error:
-        return JsonResponse({"errors": error.errors}, status=400)
+        # For the privacy step's script, which shows them on the page.
+        return JsonResponse({"errors": refusal_errors(error.errors)}, status=400)
     # The page's script shows these lines as they come: in the reader's language.
     return JsonResponse(_explanation_text(explanation))
 

@@ -16,6 +16,7 @@ from releases.apis.versions import (
     version_pair_parse,
 )
 from releases.curator_views import curator_required, owned_release_get
+from releases.refusals import refusal_text
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.versions import release_new_version, release_withdraw
 from releases.translations import diff_translate, field_problem
@@ -63,7 +64,7 @@ def _refused(request, error: ValidationFailed, outcome: str) -> None:
             messages.error(
                 request,
                 pgettext("what did not happen, then why", "%(outcome)s: %(problem)s")
-                % {"outcome": outcome, "problem": text},
+                % {"outcome": outcome, "problem": refusal_text(text)},
             )
 
 

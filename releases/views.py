@@ -24,6 +24,7 @@ from releases.parsing import (
     catalog_filters_parse,
     range_params_parse,
 )
+from releases.refusals import refusal_text
 from releases.risk_selectors import risk_card_for_version
 from releases.services.budget_audit import trail_verification
 from releases.services.versions import version_citation
@@ -437,7 +438,7 @@ def _range_tool(release, index: int, stat: dict, bounds, errors: list[str]) -> d
         except EngineValidationError as error:
             tool["errors"] = [
                 pgettext("an error about one field", "%(field)s: %(problem)s.")
-                % {"field": field.capitalize(), "problem": " ".join(m)}
+                % {"field": field.capitalize(), "problem": " ".join(map(refusal_text, m))}
                 for field, m in error.errors.items()
             ]
     return tool

@@ -32,7 +32,12 @@ from typing import Any, Protocol
 
 from privacy_engine.aggregates import Aggregate
 from privacy_engine.definitions import ApproxDP, Definition
-from privacy_engine.errors import EngineValidationError
+from privacy_engine.errors import (
+    NAME_STATISTIC_COLUMN,
+    NEEDS_NUMERIC,
+    NO_SCHEMA_COLUMN,
+    EngineValidationError,
+)
 from privacy_engine.mechanisms import (
     ExactRelease,
     ExponentialMechanism,
@@ -364,14 +369,14 @@ def column_named(spec: Mapping[str, Any]) -> str:
     """The spec's ``column``, which a statistic of one column must name."""
     column = spec.get("column")
     if not isinstance(column, str):
-        raise EngineValidationError.single("column", "name the column this statistic uses")
+        raise EngineValidationError.single("column", NAME_STATISTIC_COLUMN)
     return column
 
 
 def declared_column(query: Any, schema: Schema) -> Column:
     """The schema's column the query names."""
     if query.column not in schema.columns:
-        raise EngineValidationError.single("column", "no such column in the schema")
+        raise EngineValidationError.single("column", NO_SCHEMA_COLUMN)
     return schema.column(query.column)
 
 
@@ -379,7 +384,7 @@ def numeric_column(query: Any, schema: Schema) -> NumericColumn:
     """The schema's numeric column the query names."""
     column = declared_column(query, schema)
     if not isinstance(column, NumericColumn):
-        raise EngineValidationError.single("column", f"a {query.kind} needs a numeric column")
+        raise EngineValidationError.single("column", NEEDS_NUMERIC, kind=query.kind)
     return column
 
 

@@ -19,7 +19,16 @@ from privacy_engine.consistency import (
     variable_key,
     widened_interval,
 )
-from privacy_engine.errors import EngineValidationError
+from privacy_engine.errors import (
+    AT_MOST_BINS,
+    BINS_NUMERIC_ONLY,
+    EDGES_AT_BOUNDS,
+    HISTOGRAM_COLUMN,
+    INCREASING_EDGES,
+    MUST_BE_LIST_OF_NUMBERS,
+    NEEDS_EDGES,
+    EngineValidationError,
+)
 from privacy_engine.kinds.base import (
     PlanContext,
     PlannedStatistic,
@@ -74,20 +83,18 @@ def bin_labels(edges: tuple[float, ...]) -> tuple[str, ...]:
 def check_edges(edges: tuple[float, ...], column: NumericColumn, field_name: str) -> None:
     """Bin edges must increase from the column's lower to its upper bound, at most MAX_BINS."""
     if len(edges) > MAX_BINS + 1:
-        raise EngineValidationError.single(field_name, f"use at most {MAX_BINS} bins")
+        raise EngineValidationError.single(field_name, AT_MOST_BINS, count=MAX_BINS)
     if len(edges) < 2 or any(b <= a for a, b in itertools.pairwise(edges)):
-        raise EngineValidationError.single(field_name, "need at least two increasing edges")
+        raise EngineValidationError.single(field_name, INCREASING_EDGES)
     if edges[0] != column.lower or edges[-1] != column.upper:
-        raise EngineValidationError.single(
-            field_name, "the first and last edges must be the column's declared bounds"
-        )
+        raise EngineValidationError.single(field_name, EDGES_AT_BOUNDS)
 
 
 def parse_edges(bins: Any, field_name: str) -> tuple[float, ...]:
     """Bin edges from a JSON list of numbers."""
     edges = [finite_float(b) for b in bins] if isinstance(bins, list) else [None]
     if any(edge is None for edge in edges):
-        raise EngineValidationError.single(field_name, "must be a list of numbers")
+        raise EngineValidationError.single(field_name, MUST_BE_LIST_OF_NUMBERS)
     return tuple(edge for edge in edges if edge is not None)
 
 
@@ -105,14 +112,12 @@ class HistogramKind(QueryKind):
         column = declared_column(query, schema)
         if isinstance(column, CategoricalColumn):
             if query.bins is not None:
-                raise EngineValidationError.single("bins", "bins apply only to numeric columns")
+                raise EngineValidationError.single("bins", BINS_NUMERIC_ONLY)
             return
         if not isinstance(column, NumericColumn):
-            raise EngineValidationError.single(
-                "column", "histograms need a categorical or numeric column"
-            )
+            raise EngineValidationError.single("column", HISTOGRAM_COLUMN)
         if query.bins is None:
-            raise EngineValidationError.single("bins", "a numeric histogram needs bin edges")
+            raise EngineValidationError.single("bins", NEEDS_EDGES)
         check_edges(query.bins, column, "bins")
 
     def to_dict(self, query: Histogram) -> dict[str, Any]:

@@ -130,7 +130,16 @@ import numpy as np
 
 from privacy_engine.aggregates import Aggregate, CleanedNumbers, ClusterSums
 from privacy_engine.definitions import ApproxDP, Blowfish, Definition, PureDP
-from privacy_engine.errors import EngineValidationError
+from privacy_engine.errors import (
+    CLUSTERS_FROM_TO,
+    KMEANS_COLUMNS,
+    KMEANS_COLUMNS_EXAMPLE,
+    KMEANS_NUMERIC,
+    MUST_BE_FROM_TO,
+    RESERVED_NAME,
+    WHOLE_FROM_ONE,
+    EngineValidationError,
+)
 from privacy_engine.exact_sums import float_up, sqrt_up
 from privacy_engine.kinds.base import (
     Ask,
@@ -287,9 +296,7 @@ def _numeric_columns(query: KMeans, schema: Schema) -> list[NumericColumn]:
         column = schema.columns.get(name)
         if not isinstance(column, NumericColumn):
             shown = name if len(name) <= 60 else name[:57] + "…"
-            raise EngineValidationError.single(
-                "columns", f"'{shown}' is not a numeric column: k-means needs numeric columns"
-            )
+            raise EngineValidationError.single("columns", KMEANS_NUMERIC, name=shown)
         columns.append(column)
     return columns
 
@@ -421,20 +428,13 @@ class KMeansKind(QueryKind):
             or not all(isinstance(c, str) for c in columns)
             or len(set(columns)) != len(columns)
         ):
-            raise EngineValidationError.single(
-                "columns",
-                f'name 1 to {MAX_COLUMNS} different numeric columns, e.g. ["r", "g", "b"]',
-            )
+            raise EngineValidationError.single("columns", KMEANS_COLUMNS_EXAMPLE, count=MAX_COLUMNS)
         k = spec.get("k")
         if not _whole(k, MIN_K, MAX_K):
-            raise EngineValidationError.single(
-                "k", f"must be a whole number of clusters from {MIN_K} to {MAX_K}"
-            )
+            raise EngineValidationError.single("k", CLUSTERS_FROM_TO, minimum=MIN_K, maximum=MAX_K)
         iterations = spec.get("iterations")  # absent or null: automatic
         if iterations is not None and not _whole(iterations, 1, MAX_ITERATIONS):
-            raise EngineValidationError.single(
-                "iterations", f"must be a whole number from 1 to {MAX_ITERATIONS}"
-            )
+            raise EngineValidationError.single("iterations", WHOLE_FROM_ONE, maximum=MAX_ITERATIONS)
         return KMeans(columns=tuple(columns), k=k, iterations=iterations, weight=weight)
 
     def validate(self, query: KMeans, schema: Schema) -> None:
@@ -442,19 +442,15 @@ class KMeansKind(QueryKind):
         if not 1 <= len(query.columns) <= MAX_COLUMNS or len(set(query.columns)) != len(
             query.columns
         ):
-            raise EngineValidationError.single(
-                "columns", f"name 1 to {MAX_COLUMNS} different numeric columns"
-            )
+            raise EngineValidationError.single("columns", KMEANS_COLUMNS, count=MAX_COLUMNS)
         if reserved := sorted(set(query.columns) & set(ROW_KEYS)):
-            raise EngineValidationError.single(
-                "columns",
-                f"'{reserved[0]}' names each centroid's {reserved[0]} in the published rows: "
-                "rename that column to cluster it",
-            )
+            raise EngineValidationError.single("columns", RESERVED_NAME, name=reserved[0])
         if not _whole(query.k, MIN_K, MAX_K):
-            raise EngineValidationError.single("k", f"must be from {MIN_K} to {MAX_K}")
+            raise EngineValidationError.single("k", MUST_BE_FROM_TO, minimum=MIN_K, maximum=MAX_K)
         if query.iterations is not None and not _whole(query.iterations, 1, MAX_ITERATIONS):
-            raise EngineValidationError.single("iterations", f"must be from 1 to {MAX_ITERATIONS}")
+            raise EngineValidationError.single(
+                "iterations", MUST_BE_FROM_TO, minimum=1, maximum=MAX_ITERATIONS
+            )
         _numeric_columns(query, schema)
 
     def to_dict(self, query: KMeans) -> dict[str, Any]:

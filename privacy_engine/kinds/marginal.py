@@ -40,7 +40,16 @@ from privacy_engine.consistency import (
     variable_key,
     widened_interval,
 )
-from privacy_engine.errors import EngineValidationError
+from privacy_engine.errors import (
+    CATEGORICAL_NO_BINS,
+    EDGES_BY_COLUMN,
+    GIVE_EDGES,
+    NEITHER_KIND,
+    TOO_MANY_CELLS,
+    TWO_COLUMNS,
+    TWO_COLUMNS_EXAMPLE,
+    EngineValidationError,
+)
 from privacy_engine.kinds.base import (
     PlanContext,
     PlannedStatistic,
@@ -100,9 +109,7 @@ def parse_column_edges(bins: Any, columns: list[str]) -> tuple[tuple[float, ...]
     if bins is not None and (
         not isinstance(bins, dict) or not set(bins) <= set(columns) or not bins
     ):
-        raise EngineValidationError.single(
-            "bins", 'map a numeric column to its edges, e.g. {"age": [0, 18, 65, 100]}'
-        )
+        raise EngineValidationError.single("bins", EDGES_BY_COLUMN)
     return tuple(
         parse_edges(bins[name], f"bins.{name}") if bins and name in bins else None
         for name in columns
@@ -128,9 +135,7 @@ def side_of(query: Marginal, index: int, schema: Schema) -> Side:
     field_name = f"bins.{name}"
     if isinstance(column, CategoricalColumn):
         if edges is not None:
-            raise EngineValidationError.single(
-                field_name, f"'{_shown(name)}' is categorical: no bins"
-            )
+            raise EngineValidationError.single(field_name, CATEGORICAL_NO_BINS, name=_shown(name))
         counts = CategoryCounts(
             column=name, categories=tuple(column.categories), other=column.other, fill=column.fill
         )
@@ -139,16 +144,12 @@ def side_of(query: Marginal, index: int, schema: Schema) -> Side:
         )
     if isinstance(column, NumericColumn):
         if edges is None:
-            raise EngineValidationError.single(
-                field_name, f"give bin edges for the numeric column '{_shown(name)}'"
-            )
+            raise EngineValidationError.single(field_name, GIVE_EDGES, name=_shown(name))
         check_edges(edges, column, field_name)
         labels = bin_labels(edges)
         counts = BinCounts(**cleaned_numbers(name, schema), edges=edges)
         return Side(labels, column.rule(), counts, labels, drops_records(column))
-    raise EngineValidationError.single(
-        "columns", f"'{_shown(name)}' is neither a categorical nor a numeric column"
-    )
+    raise EngineValidationError.single("columns", NEITHER_KIND, name=_shown(name))
 
 
 def _sides(query: Marginal, schema: Schema) -> tuple[Side, Side]:
@@ -178,20 +179,18 @@ class MarginalKind(QueryKind):
             or not all(isinstance(c, str) for c in columns)
             or columns[0] == columns[1]
         ):
-            raise EngineValidationError.single(
-                "columns", 'name two different columns, e.g. ["sex", "region"]'
-            )
+            raise EngineValidationError.single("columns", TWO_COLUMNS_EXAMPLE)
         edges = parse_column_edges(spec.get("bins"), columns)
         return Marginal(columns=(columns[0], columns[1]), weight=weight, bins=edges)
 
     def validate(self, query: Marginal, schema: Schema) -> None:
         if len(query.columns) != 2 or query.columns[0] == query.columns[1]:
-            raise EngineValidationError.single("columns", "name two different columns")
+            raise EngineValidationError.single("columns", TWO_COLUMNS)
         first, second = _sides(query, schema)
         cells = len(first.buckets) * len(second.buckets)
         if cells > MAX_CELLS:
             raise EngineValidationError.single(
-                "columns", f"the table would have {cells:,} cells; at most {MAX_CELLS:,} allowed"
+                "columns", TOO_MANY_CELLS, cells=f"{cells:,}", limit=f"{MAX_CELLS:,}"
             )
 
     def to_dict(self, query: Marginal) -> dict[str, Any]:

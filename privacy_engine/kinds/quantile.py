@@ -25,7 +25,13 @@ from typing import Any
 
 from privacy_engine.aggregates import Aggregate, RankCounts
 from privacy_engine.definitions import Blowfish
-from privacy_engine.errors import EngineValidationError
+from privacy_engine.errors import (
+    MUST_BE_DISTINCT,
+    QUANTILE_VALUES,
+    QUANTILES_COUNT,
+    QUANTILES_LIST,
+    EngineValidationError,
+)
 from privacy_engine.kinds.base import (
     PlanContext,
     PlannedStatistic,
@@ -99,30 +105,23 @@ class QuantileKind(QueryKind):
             or len(raw) > MAX_QUANTILES
             or any(isinstance(q, bool) or not isinstance(q, int | float) for q in raw)
         ):
-            raise EngineValidationError.single(
-                "quantiles", f"must be a list of 1 to {MAX_QUANTILES} numbers, e.g. [0.5]"
-            )
+            raise EngineValidationError.single("quantiles", QUANTILES_LIST, count=MAX_QUANTILES)
         return Quantile(column=column, quantiles=tuple(float(q) for q in raw), weight=weight)
 
     def validate(self, query: Quantile, schema: Schema) -> None:
         numeric_column(query, schema)
         alphas = query.quantiles
         if not 1 <= len(alphas) <= MAX_QUANTILES:
-            raise EngineValidationError.single(
-                "quantiles", f"choose 1 to {MAX_QUANTILES} quantiles"
-            )
+            raise EngineValidationError.single("quantiles", QUANTILES_COUNT, count=MAX_QUANTILES)
         for alpha in alphas:
             if (
                 not math.isfinite(alpha)
                 or not 1 <= quantile_steps(alpha) <= QUANTILE_STEPS - 1
                 or abs(alpha * QUANTILE_STEPS - quantile_steps(alpha)) > 1e-9
             ):
-                raise EngineValidationError.single(
-                    "quantiles",
-                    "each must be between 0 and 1 (exclusive), in steps of 0.001, e.g. 0.5",
-                )
+                raise EngineValidationError.single("quantiles", QUANTILE_VALUES)
         if len({quantile_steps(a) for a in alphas}) != len(alphas):
-            raise EngineValidationError.single("quantiles", "must be distinct")
+            raise EngineValidationError.single("quantiles", MUST_BE_DISTINCT)
 
     def to_dict(self, query: Quantile) -> dict[str, Any]:
         return {"column": query.column, "quantiles": list(query.quantiles)}

@@ -44,7 +44,13 @@ from privacy_engine import randomized_response as rr
 from privacy_engine.aggregates import Aggregate, CategoryCounts, RowCount
 from privacy_engine.consistency import drops_records
 from privacy_engine.definitions import ApproxDP, Blowfish
-from privacy_engine.errors import EngineValidationError
+from privacy_engine.errors import (
+    DUMMY_ROWS,
+    RESPONSE_CATEGORICAL,
+    RESPONSE_PERSON_REFUSAL,
+    RESPONSE_PURE_DP_REFUSAL,
+    EngineValidationError,
+)
 from privacy_engine.kinds.base import (
     PlanContext,
     PlannedStatistic,
@@ -65,16 +71,6 @@ MAX_SHUFFLED_ROWS = 20_000_000
 MAX_DUMMY_ROWS = 100_000
 # The category of records the column's rules would leave out (missing, or not in the list).
 NOT_LISTED = "(missing or not listed)"
-
-PURE_DP_REFUSAL = (
-    "a record-level file shows how many records there are, which ε-differential privacy keeps "
-    "private: choose (ε, δ)-differential privacy (the file is padded with a random number of "
-    "dummy rows) or a Blowfish policy (under which the number of records is public)"
-)
-PERSON_REFUSAL = (
-    "randomized response protects each row, not a person with several rows: it needs at most "
-    "one row per person"
-)
 
 
 @dataclass(frozen=True)
@@ -196,9 +192,7 @@ class RandomizedResponseKind(QueryKind):
     def validate(self, query: RandomizedResponse, schema: Schema) -> None:
         column = declared_column(query, schema)
         if not isinstance(column, CategoricalColumn):
-            raise EngineValidationError.single(
-                "column", "randomized response needs a categorical column"
-            )
+            raise EngineValidationError.single("column", RESPONSE_CATEGORICAL)
 
     def to_dict(self, query: RandomizedResponse) -> dict[str, Any]:
         return {"column": query.column}
@@ -221,11 +215,11 @@ class RandomizedResponseKind(QueryKind):
         assert isinstance(column, CategoricalColumn)
         definition = context.definition
         if context.rows_per_person > 1:
-            raise EngineValidationError.single("kind", PERSON_REFUSAL)
+            raise EngineValidationError.single("kind", RESPONSE_PERSON_REFUSAL)
         if isinstance(definition, Blowfish):
             delta = 0.0
         elif not isinstance(definition, ApproxDP) or delta <= 0:
-            raise EngineValidationError.single("kind", PURE_DP_REFUSAL)
+            raise EngineValidationError.single("kind", RESPONSE_PURE_DP_REFUSAL)
         mechanism = ResponseMechanism(
             categories=len(report_categories(column)),
             epsilon=epsilon,
@@ -236,9 +230,11 @@ class RandomizedResponseKind(QueryKind):
         if mechanism.padding is not None and mechanism.padding.shift > MAX_DUMMY_ROWS:
             raise EngineValidationError.single(
                 "kind",
-                f"at this statistic's ε ({epsilon:.4g}) and δ ({delta:.3g}) hiding the number of "
-                f"records would take about {mechanism.padding.shift:,} dummy rows (at most "
-                f"{MAX_DUMMY_ROWS:,}): raise ε or δ, or give this statistic more weight",
+                DUMMY_ROWS,
+                epsilon=f"{epsilon:.4g}",
+                delta=f"{delta:.3g}",
+                rows=f"{mechanism.padding.shift:,}",
+                limit=f"{MAX_DUMMY_ROWS:,}",
             )
         return replace(
             single(query, epsilon, delta, mechanism),  # type: ignore[arg-type]

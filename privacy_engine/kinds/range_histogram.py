@@ -30,7 +30,15 @@ import numpy as np
 from privacy_engine import ranges
 from privacy_engine.aggregates import Aggregate, BinCounts
 from privacy_engine.definitions import ApproxDP
-from privacy_engine.errors import EngineValidationError
+from privacy_engine.errors import (
+    ABOVE_FROM,
+    BINS_FROM_TO,
+    BOUNDS_APART,
+    EDGES_COINCIDE,
+    EQUAL_WIDTH_BINS,
+    RANGE_OVERLAP,
+    EngineValidationError,
+)
 from privacy_engine.exact_sums import sqrt_up
 from privacy_engine.kinds.base import (
     PlanContext,
@@ -104,27 +112,24 @@ class RangeHistogramKind(QueryKind):
         bins = spec.get("bins")
         if isinstance(bins, bool) or not isinstance(bins, int) or not MIN_BINS <= bins <= MAX_BINS:
             raise EngineValidationError.single(
-                "bins",
-                f"must be a whole number of equal-width bins from {MIN_BINS} to {MAX_BINS:,}",
+                "bins", EQUAL_WIDTH_BINS, minimum=MIN_BINS, maximum=f"{MAX_BINS:,}"
             )
         return RangeHistogram(column=column, bins=bins, weight=weight)
 
     def validate(self, query: RangeHistogram, schema: Schema) -> None:
         column = numeric_column(query, schema)
         if not MIN_BINS <= query.bins <= MAX_BINS:
-            raise EngineValidationError.single("bins", f"use {MIN_BINS} to {MAX_BINS:,} bins")
-        if column.upper <= column.lower:
             raise EngineValidationError.single(
-                "column", "bins need a column whose upper bound is above its lower bound"
+                "bins", BINS_FROM_TO, minimum=MIN_BINS, maximum=f"{MAX_BINS:,}"
             )
+        if column.upper <= column.lower:
+            raise EngineValidationError.single("column", BOUNDS_APART)
         edges = bin_edges(column, query.bins)
         if (
             any(b <= a for a, b in itertools.pairwise(edges))
             or len(set(bin_labels(edges))) != len(edges) - 1
         ):
-            raise EngineValidationError.single(
-                "bins", "too many bins for the column's range: bin edges would coincide"
-            )
+            raise EngineValidationError.single("bins", EDGES_COINCIDE)
 
     def to_dict(self, query: RangeHistogram) -> dict[str, Any]:
         return {"column": query.column, "bins": query.bins}
@@ -280,10 +285,10 @@ class PublishedRanges:
         ``high`` are public choices."""
         lower, upper, bins = self.lower, self.upper, self.shape.bins
         if not (math.isfinite(low) and math.isfinite(high)) or low >= high:
-            raise EngineValidationError.single("to", "must be a number above from")
+            raise EngineValidationError.single("to", ABOVE_FROM)
         if high <= lower or low >= upper:
             raise EngineValidationError.single(
-                "from", f"the range must overlap {format_number(lower)} to {format_number(upper)}"
+                "from", RANGE_OVERLAP, lower=format_number(lower), upper=format_number(upper)
             )
         edges = bin_edges(NumericColumn(lower=lower, upper=upper), bins)
         first = min(bins - 1, max(0, bisect.bisect_right(edges, low) - 1))

@@ -26,7 +26,20 @@ from typing import Any
 
 from privacy_engine.aggregates import Aggregate, CategoryCounts, Within
 from privacy_engine.definitions import Blowfish, Definition
-from privacy_engine.errors import EngineValidationError, prefix_errors
+from privacy_engine.errors import (
+    AT_MOST_GROUPS,
+    EACH_CATEGORY_ONCE,
+    GROUPS_CATEGORICAL,
+    LIST_CATEGORIES,
+    NAME_CATEGORICAL,
+    NO_SCHEMA_COLUMN,
+    NOT_A_CATEGORY,
+    RESTRICTED_BLOWFISH_REFUSAL,
+    WHERE_FIELDS,
+    WHERE_OBJECT,
+    EngineValidationError,
+    prefix_errors,
+)
 from privacy_engine.kinds.base import (
     Ask,
     PlanContext,
@@ -42,10 +55,6 @@ from privacy_engine.schema import CategoricalColumn, Schema
 # budget check adds up the amounts of every group named, and ledger rows list them. A statistic
 # per group of a column with more groups is a histogram's job.
 MAX_GROUPS_NAMED = 1000
-BLOWFISH_REFUSAL = (
-    "a statistic restricted to groups is not available under Blowfish: a neighbour there "
-    "replaces a record, which can move it from one group to another"
-)
 
 
 @dataclass(frozen=True)
@@ -99,26 +108,24 @@ def parse_where(spec: Any) -> Where:
     """``{"column": name, "in": [bucket, …]}`` read, not yet checked against a schema; errors
     name the spec's fields relative to ``where``."""
     if not isinstance(spec, Mapping):
-        raise EngineValidationError.single("", 'must be an object: {"column": …, "in": […]}')
+        raise EngineValidationError.single("", WHERE_OBJECT)
     unknown = sorted(str(key) for key in spec if key not in ("column", "in"))
     if unknown:
-        raise EngineValidationError.single(
-            unknown[0][:100], 'not a field of a restriction: use "column" and "in"'
-        )
+        raise EngineValidationError.single(unknown[0][:100], WHERE_FIELDS)
     column = spec.get("column")
     if not isinstance(column, str) or not column:
-        raise EngineValidationError.single("column", "name a declared categorical column")
+        raise EngineValidationError.single("column", NAME_CATEGORICAL)
     groups = spec.get("in")
     if (
         not isinstance(groups, list)
         or not groups
         or not all(isinstance(group, str) for group in groups)
     ):
-        raise EngineValidationError.single("in", "list one or more of the column's categories")
+        raise EngineValidationError.single("in", LIST_CATEGORIES)
     if len(groups) > MAX_GROUPS_NAMED:
-        raise EngineValidationError.single("in", f"name at most {MAX_GROUPS_NAMED:,} groups")
+        raise EngineValidationError.single("in", AT_MOST_GROUPS, count=f"{MAX_GROUPS_NAMED:,}")
     if len(set(groups)) != len(groups):
-        raise EngineValidationError.single("in", "name each category once")
+        raise EngineValidationError.single("in", EACH_CATEGORY_ONCE)
     return Where(column=column, groups=tuple(groups))
 
 
@@ -127,12 +134,10 @@ def partition_of(where: Where, schema: Schema) -> CategoryCounts:
     fields) unless the column is a declared categorical one and every group is one of its
     buckets."""
     if where.column not in schema.columns:
-        raise EngineValidationError.single("column", "no such column in the schema")
+        raise EngineValidationError.single("column", NO_SCHEMA_COLUMN)
     column = schema.column(where.column)
     if not isinstance(column, CategoricalColumn):
-        raise EngineValidationError.single(
-            "column", "groups come from a categorical column (its declared categories)"
-        )
+        raise EngineValidationError.single("column", GROUPS_CATEGORICAL)
     partition = CategoryCounts(
         column=where.column, categories=column.categories, other=column.other, fill=column.fill
     )
@@ -140,7 +145,7 @@ def partition_of(where: Where, schema: Schema) -> CategoryCounts:
     unknown = [group for group in where.groups if group not in buckets]
     if unknown:
         raise EngineValidationError.single(
-            "in", f"not a category of {where.column}: {', '.join(unknown[:5])}"
+            "in", NOT_A_CATEGORY, column=where.column, categories=", ".join(unknown[:5])
         )
     return partition
 
@@ -231,7 +236,7 @@ class RestrictedKind(QueryKind):
         self, query: Restricted, epsilon: float, delta: float, context: PlanContext
     ) -> PlannedStatistic:
         if isinstance(context.definition, Blowfish):
-            raise EngineValidationError.single("where", BLOWFISH_REFUSAL)
+            raise EngineValidationError.single("where", RESTRICTED_BLOWFISH_REFUSAL)
         planned = self.inner.plan(query.query, epsilon, delta, self._context(query, context))
         return dataclasses.replace(planned, query=query)
 

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from privacy_engine.aggregates import Aggregate, GridSum
-from privacy_engine.errors import EngineValidationError
+from privacy_engine.errors import (
+    MUST_BE_DISTINCT_NAMES,
+    NOT_NUMERIC,
+    EngineValidationError,
+)
 from privacy_engine.exact_sums import sum_grid
 from privacy_engine.kinds.base import (
     PlanContext,
@@ -72,7 +76,7 @@ class SumKind(QueryKind):
             or not all(isinstance(c, str) for c in columns)
             or len(set(columns)) != len(columns)
         ):
-            raise EngineValidationError.single("columns", "must be a list of distinct names")
+            raise EngineValidationError.single("columns", MUST_BE_DISTINCT_NAMES)
         return Sum(columns=tuple(columns), weight=weight)
 
     def validate(self, query: Sum, schema: Schema) -> None:
@@ -82,10 +86,10 @@ class SumKind(QueryKind):
         # Checked here too, for queries built in Python: a repeated column would count twice in
         # the vector but once in its sensitivity.
         if len(set(query.columns)) != len(query.columns):
-            raise EngineValidationError.single("columns", "must be a list of distinct names")
+            raise EngineValidationError.single("columns", MUST_BE_DISTINCT_NAMES)
         for name in query.columns:
             if not isinstance(schema.columns.get(name), NumericColumn):
-                raise EngineValidationError.single("columns", f"'{name}' is not a numeric column")
+                raise EngineValidationError.single("columns", NOT_NUMERIC, name=name)
 
     def to_dict(self, query: Sum) -> dict[str, Any]:
         out: dict[str, Any] = {}

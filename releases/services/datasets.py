@@ -32,6 +32,7 @@ from privacy_engine.schema import (
     Schema,
     check_declared_size,
 )
+from privacy_engine.wording import gettext_noop, phrase
 from releases.models import Dataset, Release, private_storage
 from releases.services.clock import database_now
 from releases.services.errors import Conflict, ValidationFailed
@@ -49,6 +50,18 @@ from releases.services.storage import (
 from releases.services.tables import ConvertedTable, TableError, table_convert
 
 logger = logging.getLogger(__name__)
+
+# Why a conversion failed, besides the table reader's refusals: stored in English as the
+# dataset's failure reason, translated where a page shows it (releases/refusals.py).
+TOO_SLOW = gettext_noop("The conversion took longer than the time limit.")
+INTERNAL_ERROR = gettext_noop("Internal error while converting the table ({error}).")
+WORKER_STOPPED = gettext_noop(
+    "The worker converting this table stopped before finishing, {count} (killed or out of "
+    "memory); it is not tried again."
+)
+ONCE = gettext_noop("once")
+TWICE = gettext_noop("twice")
+TIMES = gettext_noop("{times} times")
 
 TRUE_WORDS = frozenset({"true", "1", "on", "yes"})
 FALSE_WORDS = frozenset({"", "false", "0", "off", "no"})
@@ -522,13 +535,11 @@ def dataset_convert(*, dataset_id: int) -> None:
         _conversion_failed(dataset_id, str(error))
         return
     except SoftTimeLimitExceeded:
-        _conversion_failed(dataset_id, "The conversion took longer than the time limit.")
+        _conversion_failed(dataset_id, phrase(TOO_SLOW))
         return
     except Exception as error:
         logger.error("dataset %s conversion failed with %s", dataset_id, type(error).__name__)
-        _conversion_failed(
-            dataset_id, f"Internal error while converting the table ({type(error).__name__})."
-        )
+        _conversion_failed(dataset_id, phrase(INTERNAL_ERROR, error=type(error).__name__))
         return
     with transaction.atomic():
         locked = Dataset.objects.select_for_update().filter(pk=dataset_id).first()
@@ -594,11 +605,8 @@ def _claim_conversion(dataset_id: int) -> str:
 
 
 def _stopped_reason(times: int) -> str:
-    count = {1: "once", 2: "twice"}.get(times, f"{times} times")
-    return (
-        "The worker converting this table stopped before finishing, "
-        f"{count} (killed or out of memory); it is not tried again."
-    )
+    count = {1: phrase(ONCE), 2: phrase(TWICE)}.get(times) or phrase(TIMES, times=times)
+    return phrase(WORKER_STOPPED, count=count)
 
 
 @contextmanager
@@ -694,8 +702,12 @@ def dataset_require_ready(dataset: Dataset) -> None:
     if dataset.status == Dataset.Status.PROCESSING:
         raise Conflict(gettext("The table is still being converted; try again when it is ready."))
     if dataset.status == Dataset.Status.FAILED:
+        # Imported here: the translations read the selectors, which read these services.
+        from releases.refusals import refusal_text
+
         raise Conflict(
-            gettext("The upload could not be used: %(reason)s") % {"reason": dataset.failure_reason}
+            gettext("The upload could not be used: %(reason)s")
+            % {"reason": refusal_text(dataset.failure_reason)}
         )
 
 

@@ -67,7 +67,7 @@ from releases.models import (
 )
 from releases.selectors import cell_interval, release_answer_statistics
 from releases.services.clock import database_now
-from releases.services.datasets import dataset_reap_stale
+from releases.services.datasets import ONCE, TIMES, TWICE, dataset_reap_stale
 from releases.services.errors import Conflict
 from releases.services.heartbeat import Ticker, release_heartbeat
 from releases.services.ledger import budget_settlement_record
@@ -76,11 +76,6 @@ from releases.services.signed_metadata import release_configuration_file, releas
 from releases.services.signing import SigningKeyProblem, signing_key
 from releases.services.storage import local_copy, object_storage_uri
 
-# Why a release failed, stored in English (the API's); pages translate the phrase.
-STORING_FAILED = gettext_noop("Internal error while storing the release ({error}).")
-KEY_NEEDED = gettext_noop("Publication needs the installation's signing key, and {problem}.")
-TOO_LONG = gettext_noop("The release took longer than the time limit.")
-COMPUTING_FAILED = gettext_noop("Internal error while computing the release ({error}).")
 logger = logging.getLogger(__name__)
 
 CSV_FIELDS = [
@@ -105,6 +100,21 @@ ESCAPE_PREFIX = "'"
 
 class ReleaseFailure(Exception):
     """A reason safe to show the curator: it names no value from the table."""
+
+
+# Why a release failed: stored in English as its failure reason, translated where a page shows
+# it (releases/refusals.py).
+TABLE_NOT_READY = gettext_noop("The uploaded table is not ready.")
+PLAN_NOT_VALID = gettext_noop("The release plan is not valid: {problems}")
+TABLE_UNREADABLE = gettext_noop("The uploaded table could not be read.")
+STORING_FAILED = gettext_noop("Internal error while storing the release ({error}).")
+COMPUTING_FAILED = gettext_noop("Internal error while computing the release ({error}).")
+NO_SIGNING_KEY = gettext_noop("Publication needs the installation's signing key, and {problem}.")
+RELEASE_TOO_SLOW = gettext_noop("The release took longer than the time limit.")
+RELEASE_WORKER_STOPPED = gettext_noop(
+    "The worker computing this release stopped before finishing, {count} (killed, out of "
+    "memory or past its time limit); it is not tried again."
+)
 
 
 class ReleaseNotHeld(Exception):
@@ -175,7 +185,7 @@ def _draw(release_id: int, claim_token: str) -> None:
     # stored only if this delivery still holds the release; answers never stored are never seen.
     dataset = release.dataset
     if dataset.status != dataset.Status.READY or not dataset.table:
-        raise ReleaseFailure("The uploaded table is not ready.")
+        raise ReleaseFailure(TABLE_NOT_READY)
     engine = EngineChoice(
         kind=settings.RELEASE_ENGINE,
         memory_budget_bytes=settings.RELEASE_MEMORY_BUDGET_BYTES,
@@ -200,9 +210,9 @@ def _draw(release_id: int, claim_token: str) -> None:
                 engine=engine,
             )
     except EngineValidationError as error:
-        raise ReleaseFailure(f"The release plan is not valid: {error}") from None
+        raise ReleaseFailure(phrase(PLAN_NOT_VALID, problems=error)) from None
     except (OSError, ValueError, pa.ArrowException):
-        raise ReleaseFailure("The uploaded table could not be read.") from None
+        raise ReleaseFailure(TABLE_UNREADABLE) from None
     with transaction.atomic():
         release = _held(release_id, claim_token)
         entry = LedgerEntry.objects.select_for_update().get(release=release)
@@ -839,13 +849,13 @@ def release_run(*, release_id: int, worker: str) -> None:
         logger.error("release %s: %s", release_id, problem)
         release_fail(
             release_id=release_id,
-            reason=phrase(KEY_NEEDED, problem=problem),
+            reason=phrase(NO_SIGNING_KEY, problem=problem),
             claim_token=claim_token,
         )
     except SoftTimeLimitExceeded:
         release_fail(
             release_id=release_id,
-            reason=phrase(TOO_LONG),
+            reason=RELEASE_TOO_SLOW,
             claim_token=claim_token,
         )
     except Exception as error:
@@ -866,7 +876,7 @@ def _send(release_id: int) -> None:
 
 
 def _times(count: int) -> str:
-    return {1: "once", 2: "twice"}.get(count, f"{count} times")
+    return {1: phrase(ONCE), 2: phrase(TWICE)}.get(count) or phrase(TIMES, times=count)
 
 
 def _reap_one(release_id: int, *, running_cutoff: datetime, queued_cutoff: datetime) -> str | None:
@@ -878,11 +888,7 @@ def _reap_one(release_id: int, *, running_cutoff: datetime, queued_cutoff: datet
             stops = release.deliveries + 1
             max_deliveries = settings.RELEASE_MAX_DELIVERIES
             if stops >= max_deliveries:
-                _fail_locked(
-                    release,
-                    f"The worker computing this release stopped before finishing, {_times(stops)}"
-                    " (killed, out of memory or past its time limit); it is not tried again.",
-                )
+                _fail_locked(release, phrase(RELEASE_WORKER_STOPPED, count=_times(stops)))
                 return "failed"
             details = {"reason": "worker stopped", "worker": release.worker, "stops": stops}
             release.deliveries = stops

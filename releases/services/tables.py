@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from privacy_engine.columnar import ColumnarWriter, text_field
+from privacy_engine.wording import gettext_noop, phrase
 
 # A column with at most this many distinct values (and repeats) is offered as categorical.
 MAX_INFERRED_CATEGORIES = 30
@@ -68,6 +69,42 @@ WIDE_SAMPLE_BYTES = 1024
 
 class TableError(ValueError):
     """The upload is not a table this product can read; the message is safe to show."""
+
+
+# Why an upload cannot be read: a dataset's failure reason or the upload form's error, stored in
+# English and translated where a page shows it (releases/refusals.py).
+DIALECT_INVALID = gettext_noop("The stored CSV dialect of this dataset is not valid.")
+WIDE_TEXT = gettext_noop(
+    "The file is {encoding} text, not UTF-8; save it as UTF-8 CSV (in a spreadsheet: CSV UTF-8)."
+)
+BINARY = gettext_noop("This does not look like a CSV file (it contains binary data).")
+EMPTY = gettext_noop("The file is empty.")
+LINE_TOO_LONG = gettext_noop("Line {line} is longer than {count} characters.")
+NAME_TOO_LONG = gettext_noop("is longer than {count} characters")
+NAME_CONTROL = gettext_noop("holds control or invisible characters")
+UNCLOSED_QUOTE = gettext_noop(
+    "Row {row} opens a quoted value that is never closed: the file ends inside it (a quote "
+    "character is missing, or the file was cut short)."
+)
+VALUE_TOO_LONG = gettext_noop("Row {row} has a value longer than {count} characters.")
+NOT_CSV = gettext_noop("The file is not valid CSV.")
+NOT_UTF8 = gettext_noop("The file is not valid UTF-8 text; save it as UTF-8 CSV.")
+FIRST_ROW_BLANK = gettext_noop(
+    "Row 1 is blank: the first line must be the header. Remove blank lines inside the table "
+    "(blank lines at the end of the file are ignored)."
+)
+TOO_MANY_COLUMNS = gettext_noop("The table has {count} columns; at most {limit} are allowed.")
+UNNAMED_COLUMN = gettext_noop("Every column needs a name in the first row.")
+BAD_COLUMN_NAME = gettext_noop("The name of column {position} {problem}.")
+DUPLICATE_NAMES = gettext_noop("Column names in the first row must be distinct.")
+NO_DELIMITER = gettext_noop("This does not look like a CSV file: no delimiter was found.")
+BLANK_ROW = gettext_noop(
+    "Row {row} is blank: remove blank lines inside the table (blank lines at the end of the "
+    "file are ignored)."
+)
+FIELD_COUNT = gettext_noop("Row {row} has {count} fields but the header has {width}.")
+NO_ROWS = gettext_noop("The file has a header but no rows.")
+NOT_CONVERTED = gettext_noop("The file could not be converted.")
 
 
 @dataclass(frozen=True)
@@ -123,7 +160,7 @@ def _reader_options(dialect: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("delimiter", "quotechar", "escapechar"):
         value = options[key]
         if value is not None and (not isinstance(value, str) or len(value) != 1):
-            raise TableError("The stored CSV dialect of this dataset is not valid.")
+            raise TableError(DIALECT_INVALID)
     return options
 
 
@@ -188,13 +225,10 @@ def _check_bytes(handle: BinaryIO) -> _ByteFacts:
     first = True
     while size := handle.readinto(buffer):
         if first and (encoding := _wide_encoding(bytes(buffer[: min(size, WIDE_SAMPLE_BYTES)]))):
-            raise TableError(
-                f"The file is {encoding} text, not UTF-8; save it as UTF-8 CSV "
-                "(in a spreadsheet: CSV UTF-8)."
-            )
+            raise TableError(phrase(WIDE_TEXT, encoding=encoding))
         first = False
         if buffer.find(b"\x00", 0, size) >= 0:
-            raise TableError("This does not look like a CSV file (it contains binary data).")
+            raise TableError(BINARY)
         blank = blank and not buffer[:size].strip()
         delimited = delimited or any(buffer.find(d.encode(), 0, size) >= 0 for d in DELIMITERS)
         # The chunk, then its first byte after the previous chunk's last.
@@ -206,7 +240,7 @@ def _check_bytes(handle: BinaryIO) -> _ByteFacts:
         )
         previous = bytes(buffer[size - 1 : size])
     if blank:
-        raise TableError("The file is empty.")
+        raise TableError(EMPTY)
     handle.seek(0)
     return _ByteFacts(delimited=delimited, empty_line=empty_line)
 
@@ -236,7 +270,7 @@ class _BoundedLines:
             self.characters += len(line)
             if len(line) > LINE_CHARACTERS:
                 raise TableError(
-                    f"Line {self.number} is longer than {LINE_CHARACTERS:,} characters."
+                    phrase(LINE_TOO_LONG, line=self.number, count=f"{LINE_CHARACTERS:,}")
                 )
             yield line
         self.ended = True
@@ -245,19 +279,16 @@ class _BoundedLines:
 def _column_name_problem(name: str) -> str | None:
     """Why a header name cannot be a column's public name, or None."""
     if len(name) > MAX_COLUMN_NAME:
-        return f"is longer than {MAX_COLUMN_NAME} characters"
+        return phrase(NAME_TOO_LONG, count=MAX_COLUMN_NAME)
     # Line breaks, other control characters and invisible format characters (direction
     # overrides, a second byte-order mark) would forge or hide text on pages and in files.
     if any(unicodedata.category(character) in ("Cc", "Cf") for character in name):
-        return "holds control or invisible characters"
+        return NAME_CONTROL
     return None
 
 
 def _unclosed_quote(row_number: int) -> TableError:
-    return TableError(
-        f"Row {row_number} opens a quoted value that is never closed: the file ends inside it "
-        "(a quote character is missing, or the file was cut short)."
-    )
+    return TableError(phrase(UNCLOSED_QUOTE, row=row_number))
 
 
 def _records(lines: _BoundedLines, options: dict[str, Any]) -> Iterator[list[str]]:
@@ -273,11 +304,11 @@ def _records(lines: _BoundedLines, options: dict[str, Any]) -> Iterator[list[str
     except csv.Error as error:
         if str(error).startswith("field larger than field limit"):
             raise TableError(
-                f"Row {number + 1} has a value longer than {FIELD_LIMIT:,} characters."
+                phrase(VALUE_TOO_LONG, row=number + 1, count=f"{FIELD_LIMIT:,}")
             ) from None
-        raise TableError("The file is not valid CSV.") from None
+        raise TableError(NOT_CSV) from None
     except UnicodeDecodeError:
-        raise TableError("The file is not valid UTF-8 text; save it as UTF-8 CSV.") from None
+        raise TableError(NOT_UTF8) from None
 
 
 @dataclass
@@ -314,36 +345,30 @@ def _table_rows(
         try:
             detected = table_dialect_detect(text.read(DIALECT_SAMPLE_CHARACTERS))
         except UnicodeDecodeError:
-            raise TableError("The file is not valid UTF-8 text; save it as UTF-8 CSV.") from None
+            raise TableError(NOT_UTF8) from None
         text.seek(0)
     lines = _BoundedLines(text)
     records = _records(lines, _reader_options(detected))
     header_row = next(records, [])
     if _is_blank(header_row):
         if not any(not _is_blank(row) for row in records):
-            raise TableError("The file is empty.")
-        raise TableError(
-            "Row 1 is blank: the first line must be the header. Remove blank lines inside the "
-            "table (blank lines at the end of the file are ignored)."
-        )
+            raise TableError(EMPTY)
+        raise TableError(FIRST_ROW_BLANK)
     header = [name.strip() for name in header_row]
     if max_columns is not None and len(header) > max_columns:
-        raise TableError(f"The table has {len(header)} columns; at most {max_columns} are allowed.")
+        raise TableError(phrase(TOO_MANY_COLUMNS, count=len(header), limit=max_columns))
     if any(not name for name in header):
-        raise TableError("Every column needs a name in the first row.")
+        raise TableError(UNNAMED_COLUMN)
     for position, name in enumerate(header, start=1):
         if problem := _column_name_problem(name):
-            raise TableError(f"The name of column {position} {problem}.")
+            raise TableError(phrase(BAD_COLUMN_NAME, position=position, problem=problem))
     if len(set(header)) != len(header):
-        raise TableError("Column names in the first row must be distinct.")
+        raise TableError(DUPLICATE_NAMES)
     if len(header) < 2 and not facts.delimited:
-        raise TableError("This does not look like a CSV file: no delimiter was found.")
+        raise TableError(NO_DELIMITER)
 
     def blank_inside(row_number: int) -> TableError:
-        return TableError(
-            f"Row {row_number} is blank: remove blank lines inside the table (blank lines at "
-            "the end of the file are ignored)."
-        )
+        return TableError(phrase(BLANK_ROW, row=row_number))
 
     def body() -> Iterator[list[list[str]]]:
         width = len(header)
@@ -375,14 +400,14 @@ def _table_rows(
                     raise blank_inside(first_blank)
                 if len(row) != width:
                     raise TableError(
-                        f"Row {start + offset} has {len(row)} fields but the header has {width}."
+                        phrase(FIELD_COUNT, row=start + offset, count=len(row), width=width)
                     )
                 kept.append(row)
             if kept:
                 any_rows = True
                 yield kept
         if not any_rows:
-            raise TableError("The file has a header but no rows.")
+            raise TableError(NO_ROWS)
 
     return _Reading(header, header_row, detected, body(), text, facts)
 
@@ -633,7 +658,7 @@ def _write_batches(
             progress()
     if writer.row_count == 0:
         Path(target).unlink(missing_ok=True)
-        raise TableError("The file has a header but no rows.")
+        raise TableError(NO_ROWS)
     return profiles, writer.row_count
 
 
@@ -709,7 +734,7 @@ def table_convert(
         except TableError:
             raise
         except (OSError, pa.ArrowException, ValueError) as error:
-            raise TableError("The file could not be converted.") from error
+            raise TableError(NOT_CONVERTED) from error
     profiles, row_count = written
     columns = [
         {

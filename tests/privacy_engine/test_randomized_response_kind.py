@@ -68,7 +68,7 @@ def test_a_person_with_several_rows_is_refused():
     with pytest.raises(EngineValidationError) as refused:
         plan_release(schema=schema, definition=definition, queries=[RR])
 
-    assert refused.value.errors == {"queries.0.kind": [kind.PERSON_REFUSAL]}
+    assert refused.value.errors == {"queries.0.kind": [kind.RESPONSE_PERSON_REFUSAL]}
 
 
 def test_a_numeric_column_is_refused():
