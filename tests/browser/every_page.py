@@ -13,11 +13,13 @@ import pytest
 from django.urls import Resolver404, resolve
 from playwright.sync_api import Page
 
+from privacy_engine.wording import phrase
 from releases.models import Dataset, Release
 from releases.services.approvals import dataset_approval_requirement_set
 from releases.services.datasets import dataset_create, dataset_schema_update
 from releases.services.ledger import budget_increase_request
 from releases.services.releases import release_draft_create, release_submit
+from releases.services.tables import NO_ROWS
 from releases.services.versions import release_withdraw
 from tests.browser.conftest import wait_until
 from tests.conftest import CLINIC_CSV_CRLF, CLINIC_SCHEMA, csv_upload, make_user
@@ -209,8 +211,9 @@ def product(settings):
         upload=csv_upload(b"a,b\n3,4\n", name="refused.csv"),
         budget_epsilon="1",
     )
+    # What a conversion that found no rows stores (releases/services/tables.py).
     Dataset.objects.filter(pk=refused.pk).update(
-        status=Dataset.Status.FAILED, failure_reason="Row 3 is blank."
+        status=Dataset.Status.FAILED, failure_reason=phrase(NO_ROWS)
     )
     return {
         **_other_definitions_and_statistics(curator),
