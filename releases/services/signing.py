@@ -33,6 +33,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 from django.conf import settings
 
+from privacy_engine.wording import gettext_noop, phrase
+
 SIGNATURE_BYTES = 64
 ALGORITHM = "Ed25519"
 
@@ -53,6 +55,28 @@ class SigningKeyExposed(SigningKeyProblem):
 # Permission bits a key file must not have: any for its group or for others.
 SHARED_MODE_BITS = 0o077
 
+# What is wrong with the key: said to an administrator, and stored in a failed release's reason,
+# which its status page translates (releases/refusals.py).
+KEY_NOT_A_FILE = gettext_noop(
+    "the signing key {path} (SIGNING_KEY_PATH) is not a file: restore the key file from a backup"
+)
+KEY_SHARED = gettext_noop(
+    "the signing key {path} (SIGNING_KEY_PATH) is open to other users (mode {mode}); it is not "
+    "used until only its owner can read it: chmod 600 {path}"
+)
+KEY_NOT_CREATED = gettext_noop(
+    "the signing key {path} (SIGNING_KEY_PATH) cannot be created: {error}"
+)
+KEY_UNREADABLE = gettext_noop("the signing key {path} (SIGNING_KEY_PATH) cannot be read: {error}")
+KEY_NOT_PEM = gettext_noop(
+    "the signing key {path} (SIGNING_KEY_PATH) is not an unencrypted PEM private key (corrupt or "
+    "truncated?): restore it from a backup"
+)
+KEY_NOT_ED25519 = gettext_noop(
+    "the signing key {path} (SIGNING_KEY_PATH) is not an Ed25519 key: restore the "
+    "installation's Ed25519 key from a backup"
+)
+
 
 def _key_path() -> Path:
     return Path(settings.SIGNING_KEY_PATH)
@@ -63,21 +87,15 @@ def _read_key_file(path: Path) -> bytes:
     try:
         status = path.stat()
         if not stat.S_ISREG(status.st_mode):
-            raise SigningKeyProblem(
-                f"the signing key {path} (SIGNING_KEY_PATH) is not a file: restore the key file "
-                "from a backup"
-            )
+            raise SigningKeyProblem(phrase(KEY_NOT_A_FILE, path=path))
         if os.name == "posix" and status.st_mode & SHARED_MODE_BITS:
             raise SigningKeyExposed(
-                f"the signing key {path} (SIGNING_KEY_PATH) is open to other users (mode "
-                f"{status.st_mode & 0o777:04o}); it is not used until only its owner can read "
-                f"it: chmod 600 {path}"
+                phrase(KEY_SHARED, path=path, mode=f"{status.st_mode & 0o777:04o}")
             )
         return path.read_bytes()
     except OSError as error:
         raise SigningKeyProblem(
-            f"the signing key {path} (SIGNING_KEY_PATH) cannot be read: "
-            f"{error.strerror or type(error).__name__}"
+            phrase(KEY_UNREADABLE, path=path, error=error.strerror or type(error).__name__)
         ) from None
 
 
@@ -86,15 +104,9 @@ def _load_private(pem: bytes) -> Ed25519PrivateKey:
     try:
         key = serialization.load_pem_private_key(pem, password=None)
     except (ValueError, TypeError, UnsupportedAlgorithm):
-        raise SigningKeyProblem(
-            f"the signing key {path} (SIGNING_KEY_PATH) is not an unencrypted PEM private key "
-            "(corrupt or truncated?): restore it from a backup"
-        ) from None
+        raise SigningKeyProblem(phrase(KEY_NOT_PEM, path=path)) from None
     if not isinstance(key, Ed25519PrivateKey):
-        raise SigningKeyProblem(
-            f"the signing key {path} (SIGNING_KEY_PATH) is not an Ed25519 key: restore the "
-            "installation's Ed25519 key from a backup"
-        )
+        raise SigningKeyProblem(phrase(KEY_NOT_ED25519, path=path))
     return key
 
 
@@ -132,8 +144,7 @@ def signing_key() -> Ed25519PrivateKey:
             _create(path)
         except OSError as error:
             raise SigningKeyProblem(
-                f"the signing key {path} (SIGNING_KEY_PATH) cannot be created: "
-                f"{error.strerror or type(error).__name__}"
+                phrase(KEY_NOT_CREATED, path=path, error=error.strerror or type(error).__name__)
             ) from None
     return _load_private(_read_key_file(path))
 
