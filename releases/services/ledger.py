@@ -15,9 +15,7 @@ from audit.chain import AuditAction, audit_record
 from privacy_engine import Ledger
 from privacy_engine.accounting import DELTA_PLACES, LEDGER_PLACES, ledger_rule, ledger_spends_delta
 from privacy_engine.composition import release_composition
-from privacy_engine.errors import MUST_BE_ABOVE_ZERO, MUST_BE_NUMBER
 from privacy_engine.footprint import exact_text
-from privacy_engine.wording import gettext_noop, phrase
 from releases.models import (
     BudgetIncrease,
     BudgetMovement,
@@ -38,10 +36,6 @@ SYSTEM_ACTOR = "system"
 _NUMBER = re.compile(
     r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?i:nan|inf|infinity)"
 )
-# A budget amount's refusals, shown next to the field it was typed in (releases/refusals.py).
-AT_MOST_PER_REQUEST = gettext_noop("must be at most {amount} per request")
-TOO_LARGE = gettext_noop("is too large")
-DECIMAL_PLACES = gettext_noop("use at most {count} decimal places")
 
 
 def ledger_composition(*, plan, ledger: Ledger, epsilon: Decimal, delta: Decimal) -> dict:
@@ -137,17 +131,17 @@ def budget_amount(
     both read amounts with it."""
     text = str(value).strip() if value is not None else ""
     if isinstance(value, bool) or not _NUMBER.fullmatch(text):
-        raise ValidationFailed({field: [MUST_BE_NUMBER]})
+        raise ValidationFailed({field: ["must be a number"]})
     try:
         amount = Decimal(text)
     except InvalidOperation:
-        raise ValidationFailed({field: [MUST_BE_NUMBER]}) from None
+        raise ValidationFailed({field: ["must be a number"]}) from None
     if not amount.is_finite() or amount < 0 or (amount == 0 and not allow_zero):
-        raise ValidationFailed({field: [MUST_BE_ABOVE_ZERO]})
+        raise ValidationFailed({field: ["must be a number greater than 0"]})
     if at_most is not None and amount > at_most:
-        raise ValidationFailed({field: [phrase(AT_MOST_PER_REQUEST, amount=at_most)]})
+        raise ValidationFailed({field: [f"must be at most {at_most} per request"]})
     if amount >= MAX_BUDGET:
-        raise ValidationFailed({field: [TOO_LARGE]})
+        raise ValidationFailed({field: ["is too large"]})
     # Below 10¹² with at most 30 places fits in 42 digits: compare at a precision that never
     # rounds, so a 31st place is refused rather than silently dropped.
     with localcontext() as context:
@@ -155,7 +149,7 @@ def budget_amount(
         exact = amount == amount.quantize(places)
     if not exact:
         decimals = -places.as_tuple().exponent
-        raise ValidationFailed({field: [phrase(DECIMAL_PLACES, count=decimals)]})
+        raise ValidationFailed({field: [f"use at most {decimals} decimal places"]})
     return amount
 
 
