@@ -17,6 +17,7 @@ from privacy_engine.accounting import ledger_spends_delta
 from privacy_engine.composition import composition_sentences
 from releases import ledger_selectors, selectors
 from releases.models import BudgetIncrease, BudgetMovement, Dataset
+from releases.refusals import refusal_errors
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.ledger import (
     MAX_TOP_UP_EPSILON,
@@ -188,7 +189,8 @@ def budget_increase_request_view(request, pk: int):
     try:
         budget_increase_request(dataset=dataset, user=request.user, **values)
     except ValidationFailed as error:
-        return _page(request, dataset, form_errors=error.errors, form_values=values, status=400)
+        errors = refusal_errors(error.errors)
+        return _page(request, dataset, form_errors=errors, form_values=values, status=400)
     messages.success(request, "Request sent: compliance will approve or reject it.")
     return redirect("dataset-ledger", pk=dataset.pk)
 

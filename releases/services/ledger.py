@@ -144,7 +144,7 @@ def budget_amount(
             {field: [gettext("must be at most %(limit)s per request") % {"limit": at_most}]}
         )
     if amount >= MAX_BUDGET:
-        raise ValidationFailed({field: ["is too large"]})
+        raise ValidationFailed({field: [gettext("is too large")]})
     # Below 10¹² with at most 30 places fits in 42 digits: compare at a precision that never
     # rounds, so a 31st place is refused rather than silently dropped.
     with localcontext() as context:
@@ -152,7 +152,9 @@ def budget_amount(
         exact = amount == amount.quantize(places)
     if not exact:
         decimals = -places.as_tuple().exponent
-        raise ValidationFailed({field: [f"use at most {decimals} decimal places"]})
+        raise ValidationFailed(
+            {field: [gettext("use at most %(count)s decimal places") % {"count": decimals}]}
+        )
     return amount
 
 

@@ -29,7 +29,7 @@ from privacy_engine.definitions import (
     definition_from_dict,
     delta_warnings,
 )
-from privacy_engine.errors import prefix_errors
+from privacy_engine.errors import AT_MOST_STATISTICS, prefix_errors
 from privacy_engine.footprint import Footprint
 from privacy_engine.guidance import simulated_preview
 from privacy_engine.kinds import kind_of
@@ -61,14 +61,29 @@ def _published_cells(plan) -> int:
     )
 
 
+# The installation's limits on a release, said where the curator chooses its statistics (the
+# page translates them: releases/refusals.py).
+SCHEMA_FIRST = gettext_noop("Declare the dataset's schema (bounds and categories) first.")
+TOO_MANY_DRAWS = gettext_noop(
+    "these statistics draw {draws} noisy values; at most {limit} per release (use fewer bins, or "
+    "split the release)"
+)
+TOO_MANY_RECORD_FILES = gettext_noop(
+    "choose at most {limit} record-level files (randomized records, synthetic tables) per "
+    "release: each holds a row per record"
+)
+TOO_MANY_NUMBERS = gettext_noop(
+    "these statistics publish {cells} numbers; at most {limit} per release keep its page "
+    "readable (use fewer bins or categories, or split the release)"
+)
+
+
 def _plan(dataset: Dataset, definition: Any, queries: Any):
     if not dataset.schema:
-        raise ValidationFailed(
-            {"dataset": ["Declare the dataset's schema (bounds and categories) first."]}
-        )
+        raise ValidationFailed({"dataset": [SCHEMA_FIRST]})
     limit = settings.RELEASE_MAX_STATISTICS
     if isinstance(queries, list) and len(queries) > limit:
-        raise ValidationFailed({"queries": [f"choose at most {limit} statistics per release"]})
+        raise ValidationFailed({"queries": [phrase(AT_MOST_STATISTICS, count=limit)]})
     try:
         plan = plan_release(schema=dataset.schema, definition=definition, queries=queries)
     except EngineValidationError as error:
@@ -81,31 +96,29 @@ def _plan(dataset: Dataset, definition: Any, queries: Any):
         raise ValidationFailed(
             {
                 "queries": [
-                    f"these statistics draw {draws:,} noisy values; at most "
-                    f"{settings.RELEASE_MAX_NOISE_DRAWS:,} per release (use fewer bins, or "
-                    "split the release)"
+                    phrase(
+                        TOO_MANY_DRAWS,
+                        draws=f"{draws:,}",
+                        limit=f"{settings.RELEASE_MAX_NOISE_DRAWS:,}",
+                    )
                 ]
             }
         )
     record_files = sum(1 for s in plan.statistics if s.query.kind in RECORD_FILE_KINDS)
     if record_files > settings.RELEASE_MAX_RECORD_FILES:
         raise ValidationFailed(
-            {
-                "queries": [
-                    f"choose at most {settings.RELEASE_MAX_RECORD_FILES} record-level files "
-                    "(randomized records, synthetic tables) per release: each holds a row per "
-                    "record"
-                ]
-            }
+            {"queries": [phrase(TOO_MANY_RECORD_FILES, limit=settings.RELEASE_MAX_RECORD_FILES)]}
         )
     cells = _published_cells(plan)
     if cells > settings.RELEASE_MAX_CELLS:
         raise ValidationFailed(
             {
                 "queries": [
-                    f"these statistics publish {cells:,} numbers; at most "
-                    f"{settings.RELEASE_MAX_CELLS:,} per release keep its page readable "
-                    "(use fewer bins or categories, or split the release)"
+                    phrase(
+                        TOO_MANY_NUMBERS,
+                        cells=f"{cells:,}",
+                        limit=f"{settings.RELEASE_MAX_CELLS:,}",
+                    )
                 ]
             }
         )

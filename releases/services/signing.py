@@ -43,24 +43,6 @@ class SignatureProblem(ValueError):
     """Why a signature or key cannot be checked, in words fit for a command's output."""
 
 
-# What a failed release says about the key (stored in English; pages translate the phrase).
-KEY_NOT_A_FILE = gettext_noop(
-    "the signing key {path} (SIGNING_KEY_PATH) is not a file: restore the key file from a backup"
-)
-KEY_UNREADABLE = gettext_noop("the signing key {path} (SIGNING_KEY_PATH) cannot be read: {error}")
-KEY_NOT_PEM = gettext_noop(
-    "the signing key {path} (SIGNING_KEY_PATH) is not an unencrypted PEM private key "
-    "(corrupt or truncated?): restore it from a backup"
-)
-KEY_NOT_ED25519 = gettext_noop(
-    "the signing key {path} (SIGNING_KEY_PATH) is not an Ed25519 key: restore the "
-    "installation's Ed25519 key from a backup"
-)
-KEY_NOT_CREATED = gettext_noop(
-    "the signing key {path} (SIGNING_KEY_PATH) cannot be created: {error}"
-)
-
-
 class SigningKeyProblem(ValueError):
     """Why the installation's private key cannot be used, naming its file (``SIGNING_KEY_PATH``)
     and what to do, in words fit for an administrator."""
@@ -72,6 +54,28 @@ class SigningKeyExposed(SigningKeyProblem):
 
 # Permission bits a key file must not have: any for its group or for others.
 SHARED_MODE_BITS = 0o077
+
+# What is wrong with the key: said to an administrator, and stored in a failed release's reason,
+# which its status page translates (releases/refusals.py).
+KEY_NOT_A_FILE = gettext_noop(
+    "the signing key {path} (SIGNING_KEY_PATH) is not a file: restore the key file from a backup"
+)
+KEY_SHARED = gettext_noop(
+    "the signing key {path} (SIGNING_KEY_PATH) is open to other users (mode {mode}); it is not "
+    "used until only its owner can read it: chmod 600 {path}"
+)
+KEY_NOT_CREATED = gettext_noop(
+    "the signing key {path} (SIGNING_KEY_PATH) cannot be created: {error}"
+)
+KEY_UNREADABLE = gettext_noop("the signing key {path} (SIGNING_KEY_PATH) cannot be read: {error}")
+KEY_NOT_PEM = gettext_noop(
+    "the signing key {path} (SIGNING_KEY_PATH) is not an unencrypted PEM private key (corrupt or "
+    "truncated?): restore it from a backup"
+)
+KEY_NOT_ED25519 = gettext_noop(
+    "the signing key {path} (SIGNING_KEY_PATH) is not an Ed25519 key: restore the "
+    "installation's Ed25519 key from a backup"
+)
 
 
 def _key_path() -> Path:
@@ -86,9 +90,7 @@ def _read_key_file(path: Path) -> bytes:
             raise SigningKeyProblem(phrase(KEY_NOT_A_FILE, path=path))
         if os.name == "posix" and status.st_mode & SHARED_MODE_BITS:
             raise SigningKeyExposed(
-                f"the signing key {path} (SIGNING_KEY_PATH) is open to other users (mode "
-                f"{status.st_mode & 0o777:04o}); it is not used until only its owner can read "
-                f"it: chmod 600 {path}"
+                phrase(KEY_SHARED, path=path, mode=f"{status.st_mode & 0o777:04o}")
             )
         return path.read_bytes()
     except OSError as error:

@@ -17,7 +17,9 @@ from privacy_engine.wording import phrase
 from releases.models import Dataset, Release
 from releases.refusals import refusal_errors, refusal_text
 from releases.services.datasets import _stopped_reason, dataset_create, dataset_schema_update
-from releases.services.runs import PLAN_NOT_VALID, RELEASE_WORKER_STOPPED, _times
+from releases.services.releases import TOO_MANY_NUMBERS
+from releases.services.runs import NO_SIGNING_KEY, PLAN_NOT_VALID, RELEASE_WORKER_STOPPED, _times
+from releases.services.signing import KEY_NOT_PEM
 from releases.services.tables import TableError, table_convert
 from tests.conftest import CLINIC_SCHEMA, csv_upload
 from tests.languages import compiled_catalogues  # noqa: F401 (a fixture)
@@ -311,3 +313,68 @@ def test_a_release_stopped_too_often_reads_in_chinese():
     assert shown == (
         "计算此次发布的工作进程在完成前停止了两次（被终止、内存不足或超过时间上限）；不会再次尝试。"
     )
+
+
+def test_a_release_failed_for_its_signing_key_reads_in_chinese():
+    # given the reason stored when the installation's key file is corrupt
+    problem = phrase(KEY_NOT_PEM, path="/srv/keys/release-signing.pem")
+    reason = phrase(NO_SIGNING_KEY, problem=problem)
+
+    # when shown in Chinese
+    with translation.override("zh-hans"):
+        shown = refusal_text(reason)
+
+    # then the key problem inside it is translated too, its path kept
+    assert shown == (
+        "发布需要本系统的签名密钥，而签名密钥 /srv/keys/release-signing.pem（SIGNING_KEY_PATH）"
+        "不是未加密的 PEM 私钥（已损坏或被截断？）：请从备份恢复。"
+    )
+
+
+def test_the_ledger_page_shows_a_refused_request_in_chinese(client, curator, clinic):
+    # given a curator reading the pages in Chinese
+    client.force_login(curator)
+
+    # when they ask for more budget without a number
+    response = client.post(
+        reverse("budget-increase-request", kwargs={"pk": clinic.pk}),
+        {"epsilon": "lots", "delta": "", "reason": "More releases are planned."},
+        HTTP_ACCEPT_LANGUAGE="zh-Hans",
+    )
+
+    # then the refusal next to the field is in Chinese
+    assert response.status_code == 400
+    assert response.context["form_errors"]["epsilon"] == ["必须是数字"]
+
+
+def test_a_release_over_the_installation_s_limits_is_refused_in_chinese():
+    # given the refusal of a release that would publish too many numbers
+    refused = phrase(TOO_MANY_NUMBERS, cells="120,000", limit="100,000")
+
+    # when shown in Chinese
+    with translation.override("zh-hans"):
+        shown = refusal_text(refused)
+
+    # then the counts are kept in a Chinese sentence
+    assert shown == (
+        "这些统计量要发布 120,000 个数字；每次发布最多 100,000 个，以保持页面可读"
+        "（请使用更少的分箱或类别，或拆分此次发布）"
+    )
+
+
+def test_the_upload_page_refuses_a_budget_with_too_many_decimals_in_chinese(client, curator):
+    # given a curator reading the pages in Chinese
+    client.force_login(curator)
+
+    # when they type a budget with more decimals than the ledger keeps
+    response = client.post(
+        reverse("dataset-upload"),
+        {"name": "Decimals", "file": csv_upload(), "budget_epsilon": "0." + "0" * 40 + "1"},
+        HTTP_ACCEPT_LANGUAGE="zh-Hans",
+    )
+
+    # then the budget field says so in Chinese
+    assert response.status_code == 200
+    (message,) = response.context["form"].errors["budget_epsilon"]
+    assert message.startswith("最多使用 ")
+    assert message.endswith(" 位小数")
