@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.test.signals import setting_changed
 from django.utils.functional import LazyObject, empty
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 class SettingRootStorage(FileSystemStorage):
@@ -189,7 +190,7 @@ class Release(models.Model):
         DRAFT = "draft", _("Draft")
         QUEUED = "queued", _("Queued")
         RUNNING = "running", _("Running")
-        PUBLISHED = "published", _("Published")
+        PUBLISHED = "published", pgettext_lazy("a release's status", "Published")
         FAILED = "failed", _("Failed")
         # A draft that can no longer run (its dataset's raw data was deleted), never submitted
         # and never charged; ``failure_reason`` says why.
