@@ -4,23 +4,8 @@ import pytest
 from django.urls import reverse
 
 from releases.models import Dataset, Release
-from releases.services.datasets import dataset_create, dataset_schema_update
-from tests.conftest import CLINIC_SCHEMA, csv_upload
-
-
-@pytest.fixture
-def clinic(curator):
-    created = dataset_create(
-        owner=curator,
-        name="Clinic",
-        upload=csv_upload(),
-        budget_epsilon="2",
-        budget_delta="0.001",
-        declared_size=500,
-    )
-    return dataset_schema_update(
-        dataset=created, user=curator, schema={**CLINIC_SCHEMA, "declared_size": 500}
-    )
+from releases.services.datasets import dataset_create
+from tests.conftest import csv_upload
 
 
 def start(client, dataset, **fields):

@@ -16,7 +16,7 @@ from privacy_engine.schema import schema_from_dict
 from privacy_engine.wording import phrase
 from releases.models import Dataset, Release
 from releases.refusals import refusal_errors, refusal_text
-from releases.services.datasets import _stopped_reason, dataset_create, dataset_schema_update
+from releases.services.datasets import _stopped_reason
 from releases.services.releases import TOO_MANY_NUMBERS
 from releases.services.runs import NO_SIGNING_KEY, PLAN_NOT_VALID, RELEASE_WORKER_STOPPED, _times
 from releases.services.signing import KEY_NOT_PEM
@@ -203,21 +203,6 @@ def test_the_upload_page_shows_an_unreadable_table_s_error_in_chinese(client, cu
     assert "第 3 行是空行：请删除表格中间的空行（文件末尾的空行会被忽略）。" in page
     assert "is blank: remove blank lines" not in page
     assert not Dataset.objects.filter(name="Blank").exists()
-
-
-@pytest.fixture
-def clinic(curator):
-    created = dataset_create(
-        owner=curator,
-        name="Clinic",
-        upload=csv_upload(),
-        budget_epsilon="2",
-        budget_delta="0.001",
-        declared_size=500,
-    )
-    return dataset_schema_update(
-        dataset=created, user=curator, schema={**CLINIC_SCHEMA, "declared_size": 500}
-    )
 
 
 RANGES_ON_A_CATEGORY = {
