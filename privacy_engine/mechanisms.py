@@ -24,6 +24,7 @@ import opendp.prelude as dp
 from privacy_engine import accuracy
 from privacy_engine.noise import DEFAULT_NOISE, NoiseSource
 from privacy_engine.optimize import golden_minimum
+from privacy_engine.wording import gettext_noop
 
 dp.enable_features("contrib")
 
@@ -287,7 +288,8 @@ class GaussianMechanism:
     """
 
     name = "gaussian"
-    accounting = "zCDP (ρ = Δ₂²/2σ²) converted to (ε, δ) by OpenDP's privacy profile"
+    # Published with each statistic it answers (its ``accounting``), translated on the pages.
+    accounting = gettext_noop("zCDP (ρ = Δ₂²/2σ²) converted to (ε, δ) by OpenDP's privacy profile")
 
     def __init__(
         self,

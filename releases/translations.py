@@ -73,7 +73,8 @@ def _clause_text(clause: str, depth: int) -> str:
     translated = _phrase_text(clause, depth)
     if translated is not None:
         return translated
-    # A clause about one column of several ("age: values clamped to …").
+    # A clause about one column of several ("age: values clamped to …", kinds/base.py:
+    # columns_rule).
     column = re.fullmatch(r"(?P<column>[^:;]+): (?P<rest>.+)", clause, re.DOTALL)
     if column:
         rest = _phrase_text(column["rest"], depth)
@@ -121,7 +122,8 @@ def rule_text(rule: str | None) -> str:
 def part_role(role: str) -> str:
     """A part of a statistic (a mean's sum and count, k-means' counts and sums, a synthetic
     table's measurements: phrases of privacy_engine/synthetic.py) named in the active
-    language."""
+    language. "sum" and "count" are no phrases: a phrase's value (a column named "count") would
+    then read as one."""
     roles = {
         "sum": gettext("sum"),
         "count": gettext("count"),
@@ -131,20 +133,10 @@ def part_role(role: str) -> str:
     return engine_text(role)
 
 
-# The accounting note of the Gaussian mechanism (privacy_engine/mechanisms.py).
-GAUSSIAN_ACCOUNTING = "zCDP (ρ = Δ₂²/2σ²) converted to (ε, δ) by OpenDP's privacy profile"
-
-
 def accounting_text(accounting: str | None) -> str:
-    """A statistic's accounting notes in the active language (unknown ones as stored)."""
-    if not accounting:
-        return ""
-    known = {
-        GAUSSIAN_ACCOUNTING: gettext(
-            "zCDP (ρ = Δ₂²/2σ²) converted to (ε, δ) by OpenDP's privacy profile"
-        )
-    }
-    return "; ".join(known.get(part, part) for part in accounting.split("; "))
+    """A statistic's accounting notes (phrases joined by "; ", e.g. the Gaussian mechanism's in
+    privacy_engine/mechanisms.py) in the active language; an unknown one as stored."""
+    return engine_text(accounting)
 
 
 def statistics_translate(statistics: list[dict]) -> None:

@@ -47,6 +47,7 @@ from privacy_engine.mechanisms import (
 )
 from privacy_engine.noise import NoiseSource
 from privacy_engine.schema import Column, NumericColumn, Schema
+from privacy_engine.wording import CLAUSE_SEPARATOR
 
 
 class Query(Protocol):
@@ -462,6 +463,18 @@ def signed_clamp(value: float, low: float, high: float, column: NumericColumn) -
     if column.upper <= 0:
         value, low, high = min(0.0, value), min(0.0, low), min(0.0, high)
     return [value, low, high]
+
+
+def columns_rule(names: Sequence[str], schema: Schema) -> str:
+    """The declared rules of several columns, each clause led by its column's name
+    (``age: values clamped to [0, 100]; age: missing or non-numeric values dropped; sex: …``),
+    so that no clause reads as another column's, or as the statistic's own clauses after them.
+    The web layer translates each such clause as a rule about one column."""
+    return CLAUSE_SEPARATOR.join(
+        f"{name}: {clause}"
+        for name in names
+        for clause in schema.column(name).rule().split(CLAUSE_SEPARATOR)
+    )
 
 
 def cleaned_numbers(name: str, schema: Schema) -> dict[str, Any]:

@@ -56,6 +56,7 @@ from privacy_engine.kinds.base import (
     QueryKind,
     StatisticResult,
     cleaned_numbers,
+    columns_rule,
     even,
     integer_mechanism,
     register,
@@ -64,6 +65,15 @@ from privacy_engine.kinds.base import (
 from privacy_engine.kinds.histogram import bin_labels, check_edges, parse_edges
 from privacy_engine.schema import CategoricalColumn, NumericColumn, Schema
 from privacy_engine.sensitivity import histogram_sensitivity
+from privacy_engine.wording import CLAUSE_SEPARATOR, gettext_noop, phrase
+
+RAKED = gettext_noop(
+    "the noisy table made consistent with its totals and non-negative (raking to "
+    "non-negative row and column totals)"
+)
+WIDENED = gettext_noop(
+    "each interval is widened by how far that moved the number from its own noisy estimate"
+)
 
 # Bounds one request's work and its page: cells of one table.
 MAX_CELLS = 2500
@@ -259,11 +269,8 @@ class MarginalKind(QueryKind):
         )
         (cells,) = make_consistent([table])
         value, ci95 = table.publish(cells)
-        rule = (
-            f"{first.rule} ({query.columns[0]}); {second.rule} ({query.columns[1]}); "
-            "the noisy table made consistent with its totals and non-negative (raking to "
-            "non-negative row and column totals); each interval is widened by how far that "
-            "moved the number from its own noisy estimate"
+        rule = CLAUSE_SEPARATOR.join(
+            [columns_rule(query.columns, schema), phrase(RAKED), phrase(WIDENED)]
         )
         return StatisticResult(
             value=value,

@@ -44,6 +44,7 @@ from privacy_engine.kinds.base import (
 )
 from privacy_engine.mechanisms import ExponentialMechanism
 from privacy_engine.schema import NumericColumn, Schema, format_number
+from privacy_engine.wording import CLAUSE_SEPARATOR, gettext_noop, phrase
 
 # Candidate values per quantile: the released value is one of them (a resolution of 1/1000 of
 # the declared range), and each costs the noisy choice one draw.
@@ -51,6 +52,15 @@ CANDIDATES = 1001
 # Quantiles are multiples of 1/QUANTILE_STEPS: exact integer scores, far from 64-bit limits.
 QUANTILE_STEPS = 1000
 MAX_QUANTILES = 20
+
+CHOSEN_AMONG = gettext_noop(
+    "each quantile is one of {candidates} equally spaced values from {lower} to {upper}, chosen "
+    "by the exponential mechanism"
+)
+RANK_ACCURACY = gettext_noop(
+    "with 95% probability at least, its rank is within {ranks} records of the exact "
+    "quantile's, beyond the values between two neighbouring candidates"
+)
 
 
 @dataclass(frozen=True)
@@ -218,13 +228,14 @@ class QuantileKind(QueryKind):
         in_order = dict(zip(order, sorted(chosen), strict=True))
         value = {quantile_label(alpha): in_order[alpha] for alpha in query.quantiles}
         ranks = planned.ci95_halfwidth
-        rule = (
-            f"{column.rule()}; each quantile is one of {CANDIDATES:,} equally spaced values from "
-            f"{format_number(column.lower)} to {format_number(column.upper)}, chosen by the "
-            f"exponential mechanism; with 95% probability at least, its rank is within "
-            f"{ranks:,.1f} records of the exact quantile's, beyond the values between two "
-            "neighbouring candidates"
+        chosen_among = phrase(
+            CHOSEN_AMONG,
+            candidates=f"{CANDIDATES:,}",
+            lower=format_number(column.lower),
+            upper=format_number(column.upper),
         )
+        rank_accuracy = phrase(RANK_ACCURACY, ranks=f"{ranks:,.1f}")
+        rule = CLAUSE_SEPARATOR.join([column.rule(), chosen_among, rank_accuracy])
         return StatisticResult(value=value, ci95=None, rule=rule, **common)
 
 

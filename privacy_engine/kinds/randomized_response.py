@@ -63,6 +63,7 @@ from privacy_engine.kinds.base import (
 )
 from privacy_engine.noise import NoiseSource
 from privacy_engine.schema import CategoricalColumn, Schema
+from privacy_engine.wording import CLAUSE_SEPARATOR, gettext_noop, phrase
 
 # Reports shuffled in memory at most (16 bytes each while sorting random keys); a larger file is
 # written grouped by reported category, which tells no more (the order carries no data).
@@ -71,6 +72,18 @@ MAX_SHUFFLED_ROWS = 20_000_000
 MAX_DUMMY_ROWS = 100_000
 # The category of records the column's rules would leave out (missing, or not in the list).
 NOT_LISTED = "(missing or not listed)"
+
+# The published rules' own clauses.
+EACH_REPORTS = gettext_noop(
+    "each record reports its own category with probability {keep} and each other one with "
+    "probability {switch} (exact, from the OS's random bits)"
+)
+RANDOM_ORDER = gettext_noop("the file lists the reports in a random order")
+PADDED = gettext_noop("padded with dummy rows that hide the number of records")
+SHARE_ESTIMATE = gettext_noop(
+    "a share's estimate is unbiased (it can fall slightly outside 0 to 1) and its interval "
+    "covers at least 95%"
+)
 
 
 @dataclass(frozen=True)
@@ -296,15 +309,14 @@ class RandomizedResponseKind(QueryKind):
             intervals = [
                 [float(lo), float(hi)] for lo, hi in zip(found.ci_low, found.ci_high, strict=True)
             ]
-        padded = mechanism.padding is not None
-        rule = (
-            f"{column.rule()}; each record reports its own category with probability "
-            f"{responses.keep_probability:.10g} and each other one with probability "
-            f"{responses.switch_probability:.10g} (exact, from the OS's random bits); the file "
-            "lists the reports in a random order"
-            + ("; padded with dummy rows that hide the number of records" if padded else "")
-            + "; a share's estimate is unbiased (it can fall slightly outside 0 to 1) and its "
-            "interval covers at least 95%"
+        each_reports = phrase(
+            EACH_REPORTS,
+            keep=f"{responses.keep_probability:.10g}",
+            switch=f"{responses.switch_probability:.10g}",
+        )
+        padded = [phrase(PADDED)] if mechanism.padding is not None else []
+        rule = CLAUSE_SEPARATOR.join(
+            [column.rule(), each_reports, phrase(RANDOM_ORDER), *padded, phrase(SHARE_ESTIMATE)]
         )
         return StatisticResult(
             value={bucket: float(share) for bucket, share in zip(buckets, shares, strict=True)},

@@ -55,12 +55,26 @@ from privacy_engine.kinds.base import (
 from privacy_engine.kinds.histogram import bin_labels
 from privacy_engine.schema import NumericColumn, Schema, format_number
 from privacy_engine.sensitivity import histogram_sensitivity
+from privacy_engine.wording import CLAUSE_SEPARATOR, gettext_noop, phrase
 
 MIN_BINS = 2
 # Bounds one request's work: at most 4× as many tree nodes get noise (10 µs each, in the worker).
 MAX_BINS = 65_536
 # The wizard's simulated example draws at most this many bins.
 SIMULATED_BINS = 100
+
+FLAT_BINS = gettext_noop("flat bins (no tree helps ranges of this few bins)")
+ONE_TREE = gettext_noop("a {branching}-ary tree of {levels} levels")
+FOREST = gettext_noop("{trees} {branching}-ary trees of {levels} levels")
+# ``trees`` is ONE_TREE's or FOREST's text.
+TREE_BINS = gettext_noop(
+    "{trees} over {bins} bins (padded with empty bins), noise on every node, made consistent "
+    "by least squares (OpenDP)"
+)
+RANGE_ANSWER = gettext_noop(
+    "a range's answer is the sum of its bins, clamped at 0, with an interval covering at least "
+    "95% from the exact distribution of its error"
+)
 
 
 @dataclass(frozen=True)
@@ -206,21 +220,17 @@ class RangeHistogramKind(QueryKind):
         halfwidth = planned.ci95_halfwidth
         assert halfwidth is not None
         if shape.branching is None:
-            structure = "flat bins (no tree helps ranges of this few bins)"
+            structure = phrase(FLAT_BINS)
         else:
             trees = (
-                f"a {shape.branching}-ary tree of {shape.levels} levels"
+                phrase(ONE_TREE, branching=shape.branching, levels=shape.levels)
                 if shape.rooted
-                else f"{shape.trees} {shape.branching}-ary trees of {shape.levels - 1} levels"
+                else phrase(
+                    FOREST, trees=shape.trees, branching=shape.branching, levels=shape.levels - 1
+                )
             )
-            structure = (
-                f"{trees} over {shape.leaves:,} bins (padded with empty bins), noise on every "
-                "node, made consistent by least squares (OpenDP)"
-            )
-        rule = (
-            f"{column.rule()}; {structure}; a range's answer is the sum of its bins, clamped at "
-            "0, with an interval covering at least 95% from the exact distribution of its error"
-        )
+            structure = phrase(TREE_BINS, trees=trees, bins=f"{shape.leaves:,}")
+        rule = CLAUSE_SEPARATOR.join([column.rule(), structure, phrase(RANGE_ANSWER)])
         return StatisticResult(
             value=dict(zip(labels, leaves, strict=True)),
             ci95={

@@ -46,15 +46,20 @@ from privacy_engine.kinds.base import (
     PlannedStatistic,
     QueryKind,
     StatisticResult,
+    columns_rule,
     kind_of,
     register_wrapper,
 )
 from privacy_engine.schema import CategoricalColumn, Schema
+from privacy_engine.wording import CLAUSE_SEPARATOR, gettext_noop, phrase
 
 # Groups a release's restrictions may name in all (each statistic's ``in`` counted): every
 # budget check adds up the amounts of every group named, and ledger rows list them. A statistic
 # per group of a column with more groups is a histogram's job.
 MAX_GROUPS_NAMED = 1000
+# The clause of the published rules that says which records a restricted statistic reads.
+ONE_GROUP = gettext_noop("only records whose {column} is {group}")
+SOME_GROUPS = gettext_noop("only records whose {column} is {groups} or {last}")
 
 
 @dataclass(frozen=True)
@@ -67,8 +72,13 @@ class Where:
     def to_dict(self) -> dict[str, Any]:
         return {"column": self.column, "in": list(self.groups)}
 
-    def describe(self) -> str:
-        return f"only records whose {self.column} is {' or '.join(self.groups)}"
+    def rule(self) -> str:
+        """Which records the statistic reads, each group quoted as the column's rules quote a
+        category."""
+        *groups, last = (f"'{group}'" for group in self.groups)
+        if not groups:
+            return phrase(ONE_GROUP, column=self.column, group=last)
+        return phrase(SOME_GROUPS, column=self.column, groups=", ".join(groups), last=last)
 
 
 @dataclass(frozen=True)
@@ -292,12 +302,11 @@ def _restricted_result(
     partition column (a missing value filled into a group counts in it). Its noisy cells are
     not offered to consistency across the release (consistency.py): a group's table does not
     share its totals with the whole table's."""
-    partition = schema.column(query.where.column)
-    groups_rule = f"{query.where.describe()} ({query.where.column}: {partition.rule()})"
+    groups_rule = [query.where.rule(), columns_rule([query.where.column], schema)]
     return dataclasses.replace(
         result,
         where=query.where.to_dict(),
-        rule="; ".join(filter(None, [groups_rule, result.rule])),
+        rule=CLAUSE_SEPARATOR.join(filter(None, [*groups_rule, result.rule])),
         noisy_table=None,
     )
 

@@ -22,6 +22,7 @@ from privacy_engine.kinds.base import (
     StatisticResult,
     cleaned_numbers,
     column_named,
+    columns_rule,
     numeric_column,
     real_mechanism,
     register,
@@ -155,11 +156,10 @@ class SumKind(QueryKind):
                 assert isinstance(column, NumericColumn)
                 v, low, high = signed_clamp(noisy, noisy - half, noisy + half, column)
                 value[name], ci95[name] = v, [low, high]
-            rules = "; ".join(f"{name}: {schema.column(name).rule()}" for name in query.columns)
             return StatisticResult(
                 value=value,
                 ci95=ci95,
-                rule=rules,
+                rule=columns_rule(query.columns, schema),
                 **{**common, "column": None, "columns": list(query.columns)},
             )
         column = schema.column(query.column)

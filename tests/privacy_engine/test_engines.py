@@ -314,7 +314,9 @@ def test_a_restricted_statistic_is_the_statistic_of_its_groups_records(groups):
     for mine, theirs in zip(on_groups.statistics, on_picked.statistics, strict=True):
         assert mine.value == theirs.value
         assert mine.where == {"column": "region", "in": groups}
+        quoted = [f"'{group}'" for group in groups]
+        named = " or ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)
         assert mine.rule.startswith(
-            f"only records whose region is {' or '.join(groups)} (region: values outside the "
-            "declared categories counted as 'other'; missing values replaced by 'north')"
+            f"only records whose region is {named}; region: values outside the declared "
+            "categories counted as 'other'; region: missing values replaced by 'north'"
         )

@@ -5,6 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from privacy_engine.kinds.range_histogram import FOREST, TREE_BINS
+from privacy_engine.kinds.restricted import ONE_GROUP, SOME_GROUPS, Where
 from privacy_engine.schema import (
     CLAMPED,
     MISSING_FILLED,
@@ -49,3 +51,31 @@ def test_any_value_is_matched_back(value):
 
     # then it is matched back to that phrase and that value
     assert phrase_match(text) == (MISSING_FILLED, {"value": value})
+
+
+def test_a_phrase_whose_value_is_another_phrase_is_matched_back_with_it():
+    # given a range histogram's structure clause, whose trees are a phrase of their own
+    trees = phrase(FOREST, trees=7, branching=7, levels=3)
+    text = phrase(TREE_BINS, trees=trees, bins="343")
+
+    # then the clause and, inside it, its trees are matched back to their phrases
+    assert phrase_match(text) == (TREE_BINS, {"trees": "7 7-ary trees of 3 levels", "bins": "343"})
+    assert phrase_match(trees) == (FOREST, {"trees": "7", "branching": "7", "levels": "3"})
+
+
+@pytest.mark.parametrize(
+    ("groups", "found"),
+    [
+        (("north",), (ONE_GROUP, {"column": "region", "group": "'north'"})),
+        (
+            ("east", "north", "south"),
+            (SOME_GROUPS, {"column": "region", "groups": "'east', 'north'", "last": "'south'"}),
+        ),
+    ],
+)
+def test_the_groups_of_a_restricted_statistic_are_matched_back(groups, found):
+    # given the clause that says which records a restricted statistic reads
+    text = Where(column="region", groups=groups).rule()
+
+    # then it is matched back to its phrase, each group quoted
+    assert phrase_match(text) == found
