@@ -79,6 +79,10 @@ EACH_REPORTS = gettext_noop(
     "probability {switch} (exact, from the OS's random bits)"
 )
 RANDOM_ORDER = gettext_noop("the file lists the reports in a random order")
+GROUPED_ORDER = gettext_noop(
+    "the file lists the reports grouped by reported category (too many to shuffle; the order "
+    "carries nothing about the data)"
+)
 PADDED = gettext_noop("padded with dummy rows that hide the number of records")
 SHARE_ESTIMATE = gettext_noop(
     "a share's estimate is unbiased (it can fall slightly outside 0 to 1) and its interval "
@@ -315,8 +319,10 @@ class RandomizedResponseKind(QueryKind):
             switch=f"{responses.switch_probability:.10g}",
         )
         padded = [phrase(PADDED)] if mechanism.padding is not None else []
+        # The order microdata_codes will write the file in (it shuffles up to MAX_SHUFFLED_ROWS).
+        order = phrase(RANDOM_ORDER if reports.sum() <= MAX_SHUFFLED_ROWS else GROUPED_ORDER)
         rule = CLAUSE_SEPARATOR.join(
-            [column.rule(), each_reports, phrase(RANDOM_ORDER), *padded, phrase(SHARE_ESTIMATE)]
+            [column.rule(), each_reports, order, *padded, phrase(SHARE_ESTIMATE)]
         )
         return StatisticResult(
             value={bucket: float(share) for bucket, share in zip(buckets, shares, strict=True)},

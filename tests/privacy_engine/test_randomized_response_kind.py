@@ -149,6 +149,27 @@ def test_beyond_the_shuffle_bound_rows_are_grouped_by_category(monkeypatch):
     assert codes.tolist() == [0, 0, 0, 1, 1]
 
 
+def test_the_rules_say_in_which_order_the_file_lists_the_reports(monkeypatch):
+    # given a release of 2 records, written shuffled, and the same beyond the shuffle bound
+    frame = pd.DataFrame({"smoker": ["yes", "no"]})
+
+    def rule() -> str:
+        (statistic,) = run_queries(
+            frame, schema=COMPLETE, definition=BLOWFISH, queries=[RR]
+        ).statistics
+        return statistic.rule
+
+    shuffled = rule()
+    monkeypatch.setattr(kind, "MAX_SHUFFLED_ROWS", 1)
+    grouped = rule()
+
+    # then each says the order its file is written in
+    assert "the file lists the reports in a random order" in shuffled
+    assert "grouped by reported category" not in shuffled
+    assert "the file lists the reports grouped by reported category" in grouped
+    assert "random order" not in grouped
+
+
 def test_a_file_of_no_records():
     frame = pd.DataFrame({"smoker": pd.Series([], dtype=str)})
 
