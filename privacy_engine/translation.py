@@ -9,7 +9,7 @@ import math
 import sys
 from collections.abc import Sequence
 
-from privacy_engine.wording import CLAUSE_SEPARATOR, gettext_noop, phrase
+from privacy_engine.wording import gettext_noop, phrase
 
 # Largest x with e^x finite: beyond it a bound is no finite number.
 _LOG_MAX_FLOAT = math.log(sys.float_info.max)
@@ -122,11 +122,9 @@ WHOLE_RECORD = gettext_noop(
 WITHIN_GROUP = gettext_noop(
     "Which value within its group a person has (groups: {groups}), at ε = {epsilon}."
 )
-# The same sentence when the groups are several: they are listed with "; " between them, the
-# clause separator, so the sentence's first and last groups end and start a phrase of their own
-# and the groups between are clauses of their own (shown as written).
-WITHIN_GROUPS_FIRST = gettext_noop("Which value within its group a person has (groups: {group}")
-WITHIN_GROUPS_LAST = gettext_noop("{group}), at ε = {epsilon}.")
+# Between two groups of the list: not the clause separator, so that the sentence stays one phrase
+# (a group's own values are listed with ", ").
+BETWEEN_GROUPS = " | "
 WHICH_GROUP = gettext_noop(
     "Which group each person is in ({column}): an algorithm may publish it exactly."
 )
@@ -166,16 +164,8 @@ def blowfish_explanation(
 
 
 def _within_groups(groups: list[list[str]], epsilon: float) -> str:
-    listed = [", ".join(group) for group in groups]
-    if len(listed) < 2:
-        return phrase(WITHIN_GROUP, groups="".join(listed), epsilon=f"{epsilon:g}")
-    return CLAUSE_SEPARATOR.join(
-        [
-            phrase(WITHIN_GROUPS_FIRST, group=listed[0]),
-            *listed[1:-1],
-            phrase(WITHIN_GROUPS_LAST, group=listed[-1], epsilon=f"{epsilon:g}"),
-        ]
-    )
+    listed = BETWEEN_GROUPS.join(", ".join(group) for group in groups)
+    return phrase(WITHIN_GROUP, groups=listed, epsilon=f"{epsilon:g}")
 
 
 def _blowfish_explanation(policy: dict, epsilon: float) -> dict[str, list[str]]:

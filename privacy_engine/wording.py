@@ -25,16 +25,13 @@ PHRASES: list[str] = []
 FIELD = re.compile(r"\{(\w+)\}")
 # Between the clauses of a rule.
 CLAUSE_SEPARATOR = "; "
-# A field's value: never holds the clause separator (compose clauses with it instead), so that
-# a phrase cannot swallow the clauses after it.
-VALUE = r"(?:(?!; ).)+?"
 
 
 def gettext_noop(template: str) -> str:
     """Registers an English template the web layer translates, and returns it unchanged."""
     if template not in PHRASES:
         PHRASES.append(template)
-        phrase_pattern.cache_clear()
+        _parsed.cache_clear()
     return template
 
 
@@ -50,33 +47,54 @@ def fill(template: str, values: dict[str, str]) -> str:
 
 
 @cache
-def phrase_pattern() -> list[tuple[re.Pattern[str], str]]:
-    """Each registered template as a regular expression matching the English it writes (its
-    fields as named groups), the most specific first: the one with the most literal text."""
+def _parsed() -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """Each registered template as its literal pieces and field names (pieces = fields + 1), the
+    most specific first: the one with the most literal text."""
+    parsed = []
+    for template in PHRASES:
+        pieces = tuple(FIELD.split(template)[0::2])
+        names = tuple(FIELD.findall(template))
+        parsed.append((template, pieces, names))
+    parsed.sort(key=lambda entry: sum(map(len, entry[1])), reverse=True)
+    return parsed
 
-    def literal_length(template: str) -> int:
-        return len(FIELD.sub("", template))
 
-    patterns = []
-    for template in sorted(PHRASES, key=literal_length, reverse=True):
-        seen: set[str] = set()
-        parts = []
-        position = 0
-        for match in FIELD.finditer(template):
-            parts.append(re.escape(template[position : match.start()]))
-            name = match[1]
-            parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>{VALUE})")
-            seen.add(name)
-            position = match.end()
-        parts.append(re.escape(template[position:]))
-        patterns.append((re.compile("".join(parts), re.DOTALL), template))
-    return patterns
+def _fields(text: str, pieces: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str] | None:
+    """The fields' values when ``text`` is the template's pieces with values between them: each
+    piece found leftmost after the last (one pass, no backtracking: linear in the text), every
+    value non-empty and free of the clause separator, a repeated field the same each time."""
+    first, last = pieces[0], pieces[-1]
+    if not text.startswith(first) or not text.endswith(last):
+        return None
+    if len(text) < len(first) + len(last) + len(names):
+        return None
+    end = len(text) - len(last)
+    cursor = len(first)
+    values: dict[str, str] = {}
+    for index, name in enumerate(names):
+        if index + 1 < len(names):
+            found = text.find(pieces[index + 1], cursor + 1, end)
+            if found < 0:
+                return None
+        else:
+            found = end
+        value = text[cursor:found]
+        if not value or CLAUSE_SEPARATOR in value or values.setdefault(name, value) != value:
+            return None
+        cursor = found + len(pieces[index + 1])
+    return values if cursor == len(text) else None
 
 
 def phrase_match(text: str) -> tuple[str, dict[str, str]] | None:
-    """The registered template that wrote ``text`` and the values of its fields, if any."""
-    for pattern, template in phrase_pattern():
-        match = pattern.fullmatch(text)
-        if match:
-            return template, match.groupdict()
+    """The registered template that wrote ``text`` and the values of its fields, if any: the
+    most specific template that matches, each field's value the shortest that lets the next
+    literal follow (linear time in the text for each template)."""
+    for template, pieces, names in _parsed():
+        if not names:
+            if text == template:
+                return template, {}
+            continue
+        values = _fields(text, pieces, names)
+        if values is not None:
+            return template, values
     return None

@@ -8,8 +8,9 @@ registered English template is the message id; a clause no phrase wrote is shown
 """
 
 import re
+from functools import cache
 
-from django.utils.translation import gettext, pgettext
+from django.utils.translation import get_language, gettext, pgettext
 
 from privacy_engine.wording import CLAUSE_SEPARATOR, PHRASES, fill, phrase_match
 from releases import selectors
@@ -52,20 +53,47 @@ def file_label(label: str) -> str:
     return label
 
 
-# The most clauses one phrase holds (the person rule holds a "; " of its own).
-def _longest_phrase() -> int:
+# Fields whose values a phrase of its own wrote (a nested clause, a problem, how iterations were
+# chosen): translated in turn. Every other field holds data (a column, a category, a number) and
+# is shown as written, even when it happens to read like a phrase ("once", "2 records").
+NESTED_FIELDS = frozenset(
+    {
+        "chosen",
+        "count",
+        "each",
+        "iterations",
+        "ledger",
+        "problem",
+        "problems",
+        "sum_rule",
+        "table",
+        "trees",
+        "what",
+    }
+)
+# Longer stored texts are shown as written (the engine's clauses are far shorter).
+LONGEST_TRANSLATED = 20_000
+
+
+@cache
+def _longest_phrase(registered: int) -> int:
+    """The most clauses one phrase holds (the person rule holds a "; " of its own)."""
     return 1 + max((template.count(CLAUSE_SEPARATOR) for template in PHRASES), default=0)
 
 
 def _phrase_text(text: str, depth: int) -> str | None:
-    """``text`` in the active language when a registered phrase wrote it, its values
+    """``text`` in the active language when a registered phrase wrote it, its nested values
     translated in turn; None otherwise."""
     found = phrase_match(text)
     if found is None:
         return None
     template, values = found
     return fill(
-        gettext(template), {name: engine_text(value, depth + 1) for name, value in values.items()}
+        gettext(template),
+        {
+            name: engine_text(value, depth + 1) if name in NESTED_FIELDS else value
+            for name, value in values.items()
+        },
     )
 
 
@@ -86,23 +114,49 @@ def _clause_text(clause: str, depth: int) -> str:
     return clause
 
 
+def _clauses(text: str) -> list[str] | None:
+    """``text`` split at each clause separator outside parentheses; None when its parentheses
+    do not balance (a text of an older shape, or a label holding one: shown as written rather
+    than cut in the wrong place)."""
+    clauses, depth, start = [], 0, 0
+    for position, character in enumerate(text):
+        if character == "(":
+            depth += 1
+        elif character == ")":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif depth == 0 and text.startswith(CLAUSE_SEPARATOR, position):
+            clauses.append(text[start:position])
+            start = position + len(CLAUSE_SEPARATOR)
+    clauses.append(text[start:])
+    return clauses if depth == 0 else None
+
+
+def _english() -> bool:
+    language = get_language()
+    return language is None or language.split("-")[0] == "en"
+
+
 def engine_text(text: str | None, depth: int = 0) -> str:
     """English the engine wrote (privacy_engine/wording.py: a phrase, or clauses joined by
     "; "), in the active language: each run of clauses a registered phrase wrote is translated
-    with its values; any other clause is shown as stored."""
+    with its values; any other clause is shown as stored. In English, the text as stored."""
     if not text:
         return ""
-    if depth > 3 or len(text) > 20_000:  # values nest shallowly; stored texts are short
+    if _english() or depth > 3 or len(text) > LONGEST_TRANSLATED:
         return text
-    clauses = text.split(CLAUSE_SEPARATOR)
+    clauses = _clauses(text)
+    if clauses is None:
+        return text
     if len(clauses) == 1:
         return _clause_text(text, depth)
+    longest = _longest_phrase(len(PHRASES))
     shown: list[str] = []
     start = 0
     while start < len(clauses):
-        for end in range(min(len(clauses), start + _longest_phrase()), start, -1):
-            joined = CLAUSE_SEPARATOR.join(clauses[start:end])
-            translated = _phrase_text(joined, depth) if end - start > 1 else None
+        for end in range(min(len(clauses), start + longest), start + 1, -1):
+            translated = _phrase_text(CLAUSE_SEPARATOR.join(clauses[start:end]), depth)
             if translated is not None:
                 shown.append(translated)
                 start = end

@@ -303,10 +303,17 @@ def _restricted_result(
     not offered to consistency across the release (consistency.py): a group's table does not
     share its totals with the whole table's."""
     groups_rule = [query.where.rule(), columns_rule([query.where.column], schema)]
+    own = result.rule or ""
+    column = getattr(query.query, "column", None)
+    if column is not None and column != query.where.column:
+        # The statistic's own column's rules, after the grouping column's: led by its name too,
+        # so that none reads as the grouping column's.
+        plain = schema.column(column).rule()
+        own = own.replace(plain, columns_rule([column], schema), 1)
     return dataclasses.replace(
         result,
         where=query.where.to_dict(),
-        rule=CLAUSE_SEPARATOR.join(filter(None, [*groups_rule, result.rule])),
+        rule=CLAUSE_SEPARATOR.join(filter(None, [*groups_rule, own])),
         noisy_table=None,
     )
 

@@ -320,3 +320,8 @@ def test_a_restricted_statistic_is_the_statistic_of_its_groups_records(groups):
             f"only records whose region is {named}; region: values outside the declared "
             "categories counted as 'other'; region: missing values replaced by 'north'"
         )
+        # and the statistic's own column's rules are led by its name, not read as region's
+        column = mine.column
+        if column and column != "region":
+            after = mine.rule.split("region: missing values replaced by 'north'; ", 1)[1]
+            assert after.startswith(f"{column}: ")

@@ -47,20 +47,20 @@ def test_a_distance_threshold_policy_s_explanation_reads_in_chinese():
 
 
 def test_a_partition_into_several_groups_reads_in_chinese_with_its_groups_as_written():
-    # given a categorical partition into three groups, listed with "; " between them
+    # given a categorical partition into three groups, listed with " | " between them
     explanation = blowfish_explanation(
         {"graph": "partition", "column": "region", "groups": [["N", "S"], ["E"], ["W", "X"]]}, 1.0
     )
     protected = explanation["protected"][0]
     assert protected == (
-        "Which value within its group a person has (groups: N, S; E; W, X), at ε = 1."
+        "Which value within its group a person has (groups: N, S | E | W, X), at ε = 1."
     )
 
     # when it is shown in Chinese
     shown = in_chinese(protected)
 
     # then the sentence is translated around the groups, which stay as written
-    assert shown == "一个人在其所属组内取哪个值（分组：N, S；E；W, X），在 ε = 1 下受保护。"
+    assert shown == "一个人在其所属组内取哪个值（分组：N, S | E | W, X），在 ε = 1 下受保护。"
     assert in_chinese(explanation["not_protected"][0]) == (
         "每个人属于哪一组（region）：算法可以精确地公布它。"
     )

@@ -2,6 +2,7 @@
 (releases/translations.py): known clauses translated, anything else kept as stored."""
 
 import re
+import signal
 
 import pandas as pd
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from privacy_engine import CategoricalColumn, NumericColumn, run_queries
 from releases.translations import (
     accounting_text,
+    engine_text,
     file_label,
     part_role,
     problem_text,
@@ -264,3 +266,61 @@ def test_the_gaussian_accounting_note_reads_in_chinese_and_an_unknown_one_as_sto
     assert (
         shown == "zCDP（ρ = Δ₂²/2σ²）经 OpenDP 的隐私曲线换算为 (ε, δ)；a note of a later mechanism"
     )
+
+
+def test_a_value_that_reads_like_a_phrase_is_shown_as_written():
+    # given refusals naming a column and a category whose names read like phrases
+    from privacy_engine.schema import OUTSIDE_COUNTED
+    from privacy_engine.wording import phrase
+
+    counted = phrase(OUTSIDE_COUNTED, value="not used")
+
+    # when shown in Chinese
+    with translation.override("zh-hans"):
+        shown = engine_text(counted)
+
+    # then the sentence is translated and the data kept as the curator wrote it
+    assert shown.startswith("声明类别之外的值计入")
+    assert shown.endswith("not used")
+
+
+def test_clauses_inside_parentheses_are_not_cut_apart():
+    # given a rule of an older shape: a column's clauses inside parentheses
+    rule = (
+        "only records whose region is north (region: values outside the declared categories "
+        "counted as 'other'; missing values dropped); missing values dropped"
+    )
+
+    # when shown in Chinese
+    with translation.override("zh-hans"):
+        shown = rule_text(rule)
+
+    # then the parenthesised part is kept whole (as stored), the clause after it translated
+    assert shown == (
+        "only records whose region is north (region: values outside the declared categories "
+        "counted as 'other'; missing values dropped)；缺失值被删除"
+    )
+
+
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+def test_a_long_text_of_template_fragments_is_shown_at_once(language):
+    # given 20,000 characters of fragments of the engine's phrases, the shape that made a
+    # backtracking matcher take minutes (a Blowfish line over 95 long category labels)
+    fragments = "1 records (2 distinct points, each for about 3), at ε = 1; " * 400
+    text = fragments[:19_990]
+
+    # when shown, with a hang turned into a failure after 10 s
+    def hung(signum, frame):
+        raise TimeoutError("engine_text took more than 10 s")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        with translation.override(language):
+            shown = rule_text(text)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+    # then it is shown (what no phrase wrote, as written)
+    assert "distinct points" in shown or "个不同的点" in shown
