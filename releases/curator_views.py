@@ -147,7 +147,7 @@ def dataset_upload(request):
         except Conflict as refusal:
             form.is_valid()
             form.errors.clear()
-            form.add_error(None, refusal.detail)
+            form.add_error(None, refusal_text(refusal.detail))
         else:
             if dataset.status == dataset.Status.PROCESSING:
                 messages.success(
@@ -309,7 +309,7 @@ def dataset_detail(request, pk: int):
                             field = parts[2] if len(parts) > 2 else None
                             form.add_error(field if field in form.fields else None, message)
             except Conflict as conflict:
-                messages.error(request, conflict.detail)
+                messages.error(request, refusal_text(conflict.detail))
             else:
                 messages.success(request, gettext("Schema saved."))
                 if undeclared:
@@ -466,7 +466,11 @@ def _add_definition_errors(form, errors: dict[str, list[str]]) -> None:
         elif parts[0] == "queries" and len(parts) > 1 and parts[1].isdigit():
             # A chosen statistic this definition cannot release: said for the form, naming it.
             for message in messages_for_path:
-                form.add_error(None, f"Statistic {int(parts[1]) + 1}: {refusal_text(message)}")
+                form.add_error(
+                    None,
+                    gettext("Statistic %(number)s: %(problem)s")
+                    % {"number": int(parts[1]) + 1, "problem": refusal_text(message)},
+                )
             continue
         else:
             field = parts[-1]
@@ -585,7 +589,7 @@ def _privacy_step(request, dataset, release: Release | None):
         except ValidationFailed as error:
             _add_definition_errors(form, error.errors)
         except Conflict as conflict:
-            messages.error(request, conflict.detail)
+            messages.error(request, refusal_text(conflict.detail))
         else:
             return redirect("wizard-statistics", pk=release.pk)
     blowfish = None
@@ -1167,7 +1171,7 @@ def release_publish_again_view(request, pk: int):
     try:
         release_publish_again(release=release, user=request.user)
     except Conflict as refusal:
-        messages.error(request, refusal.detail)
+        messages.error(request, refusal_text(refusal.detail))
     else:
         messages.success(
             request,

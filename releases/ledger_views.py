@@ -191,7 +191,7 @@ def budget_increase_request_view(request, pk: int):
     except ValidationFailed as error:
         errors = refusal_errors(error.errors)
         return _page(request, dataset, form_errors=errors, form_values=values, status=400)
-    messages.success(request, "Request sent: compliance will approve or reject it.")
+    messages.success(request, gettext("Request sent: compliance will approve or reject it."))
     return redirect("dataset-ledger", pk=dataset.pk)
 
 
@@ -214,6 +214,10 @@ def budget_increase_decide_view(request, pk: int, decision: str):
         )
         messages.error(request, detail)
     else:
-        outcome = "approved" if decision == "approve" else "rejected"
-        messages.success(request, f"Request #{increase.pk} {outcome}.")
+        done = (
+            gettext("Request #%(number)s approved.")
+            if decision == "approve"
+            else gettext("Request #%(number)s rejected.")
+        )
+        messages.success(request, done % {"number": increase.pk})
     return redirect("dataset-ledger", pk=increase.dataset_id)

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 
 from releases import selectors
 from releases.curator_views import curator_required, dataset_page_render
+from releases.refusals import refusal_text
 from releases.services.errors import Conflict, ValidationFailed
 from releases.services.raw_data import REASON_MAX_LENGTH, dataset_raw_delete
 
@@ -44,7 +45,7 @@ def dataset_raw_delete_view(request, pk: int):
                 for text in texts:
                     form.add_error(path if path in form.fields else None, text)
         except Conflict as refusal:
-            form.add_error(None, refusal.detail)
+            form.add_error(None, refusal_text(refusal.detail))
         else:
             messages.success(
                 request,

@@ -78,7 +78,7 @@ def release_withdraw_view(request, pk: int):
     except ValidationFailed as error:
         _refused(request, error, gettext("Nothing was withdrawn"))
     except Conflict as refusal:
-        messages.error(request, refusal.detail)
+        messages.error(request, refusal_text(refusal.detail))
     else:
         messages.success(
             request,
@@ -102,7 +102,7 @@ def release_new_version_view(request, pk: int):
     except ValidationFailed as error:
         _refused(request, error, gettext("No new version was drafted"))
     except Conflict as refusal:
-        messages.error(request, refusal.detail)
+        messages.error(request, refusal_text(refusal.detail))
     else:
         messages.success(
             request,
