@@ -128,6 +128,8 @@ MIDDLEWARE = [
     # The page's language: the switcher's cookie, else the browser's Accept-Language, else
     # LANGUAGE_CODE; URLs carry no language prefix.
     "django.middleware.locale.LocaleMiddleware",
+    # ...but the API answers in English whatever the client's Accept-Language.
+    "config.api_language.EnglishApiMiddleware",
     # Before anything reads a body (CsrfViewMiddleware does): refuses one above its route's cap.
     "config.request_limits.RequestBodyLimitMiddleware",
     "django.middleware.common.CommonMiddleware",

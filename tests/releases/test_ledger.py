@@ -775,3 +775,23 @@ def test_an_approval_comment_that_is_not_text_is_refused_naming_it(
     assert response.status_code == 400
     assert response.json()["errors"] == {"comment": ["must be text"]}
     assert BudgetIncrease.objects.get().status == "pending"
+
+
+def test_the_api_refuses_a_request_in_english_whatever_the_client_s_language(
+    curator_client, dataset
+):
+    # when a client that prefers Chinese sends a budget request without a number or a reason
+    response = curator_client.post(
+        f"/api/v1/datasets/{dataset.pk}/budget-increases/",
+        {"epsilon": "many", "reason": ""},
+        format="json",
+        HTTP_ACCEPT_LANGUAGE="zh-Hans",
+    )
+
+    # then the API answers in English, as it does every client (the page would say it in Chinese)
+    assert response.status_code == 400
+    assert response.json()["errors"] == {
+        "epsilon": ["must be a number"],
+        "reason": ["Say why the budget should be raised."],
+    }
+    assert response["Content-Language"] == "en"
