@@ -4,7 +4,8 @@ Pages follow the reader's language (LocaleMiddleware, before this)."""
 
 from django.utils import translation
 
-API_PREFIX = "/api/v1/"
+# The API and its OpenAPI document (the docs page shows the document, in English too).
+API_PREFIXES = ("/api/v1/", "/api/schema/")
 
 
 class EnglishApiMiddleware:
@@ -12,7 +13,8 @@ class EnglishApiMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if request.path.startswith(API_PREFIX):
+        # path_info: the path below the deployment's prefix (SCRIPT_NAME), if any.
+        if request.path_info.startswith(API_PREFIXES):
             translation.activate("en")
             request.LANGUAGE_CODE = "en"
         return self.get_response(request)

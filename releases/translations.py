@@ -102,15 +102,16 @@ def _clause_text(clause: str, depth: int) -> str:
     if translated is not None:
         return translated
     # A clause about one column of several ("age: values clamped to …", kinds/base.py:
-    # columns_rule).
-    column = re.fullmatch(r"(?P<column>[^:;]+): (?P<rest>.+)", clause, re.DOTALL)
-    if column:
-        rest = _phrase_text(column["rest"], depth)
+    # columns_rule); the column's name may hold ": " of its own ("Q1: age").
+    split = clause.find(": ")
+    while split > 0:
+        rest = _phrase_text(clause[split + 2 :], depth)
         if rest is not None:
             return pgettext("a rule about one column", "%(column)s: %(rule)s") % {
-                "column": column["column"],
+                "column": clause[:split],
                 "rule": rest,
             }
+        split = clause.find(": ", split + 2)
     return clause
 
 

@@ -795,3 +795,18 @@ def test_the_api_refuses_a_request_in_english_whatever_the_client_s_language(
         "reason": ["Say why the budget should be raised."],
     }
     assert response["Content-Language"] == "en"
+
+
+def test_the_api_answers_in_english_under_a_deployment_prefix_too(curator_client, dataset):
+    # when a client that prefers Chinese calls the API of an app deployed under /data
+    response = curator_client.post(
+        f"/api/v1/datasets/{dataset.pk}/budget-increases/",
+        {"epsilon": "many", "reason": ""},
+        format="json",
+        HTTP_ACCEPT_LANGUAGE="zh-Hans",
+        SCRIPT_NAME="/data",
+    )
+
+    # then it answers in English
+    assert response.json()["errors"]["epsilon"] == ["must be a number"]
+    assert response["Content-Language"] == "en"

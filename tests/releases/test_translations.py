@@ -324,3 +324,15 @@ def test_a_long_text_of_template_fragments_is_shown_at_once(language):
 
     # then it is shown (what no phrase wrote, as written)
     assert "distinct points" in shown or "个不同的点" in shown
+
+
+def test_a_column_whose_name_holds_a_colon_keeps_its_rules_translated():
+    # given a column rule led by a name with ": " of its own
+    rule = "Q1: age: values clamped to [0, 100]"
+
+    # when shown in Chinese
+    with translation.override("zh-hans"):
+        shown = rule_text(rule)
+
+    # then the name is kept whole and the clause translated
+    assert shown == "Q1: age：值被截断到 [0, 100]"
