@@ -7,10 +7,17 @@ shows any text it does not know as written."""
 import re
 from collections.abc import Callable
 
+from django.db.models import TextChoices
 from django.utils.translation import gettext, pgettext
 
 from releases.models import LedgerEntry, LedgerKind, ReleaseApproval
 from releases.parsing import NUL_MESSAGE, SINCE_MESSAGE, SINCE_RANGE_MESSAGE
+
+
+def _label(choices: type[TextChoices], value: str) -> str:
+    """A choice's label (the models mark them for translation) in the active language; an
+    unknown value as written."""
+    return str(choices(value).label) if value in choices.values else value
 
 
 def ledger_kind_name(kind: str | None) -> str:
@@ -18,20 +25,12 @@ def ledger_kind_name(kind: str | None) -> str:
     its first release fixes it)."""
     if not kind:
         return gettext("not fixed yet")
-    names = {
-        LedgerKind.DIFFERENTIAL_PRIVACY: gettext("Differential privacy"),
-        LedgerKind.BLOWFISH: gettext("Blowfish policy"),
-    }
-    return names.get(kind, kind)
+    return _label(LedgerKind, kind)
 
 
 def decision_name(decision: str) -> str:
     """An approver's decision ("Approved", "Rejected") in the active language."""
-    names = {
-        ReleaseApproval.Decision.APPROVED: gettext("Approved"),
-        ReleaseApproval.Decision.REJECTED: gettext("Rejected"),
-    }
-    return names.get(decision, decision)
+    return _label(ReleaseApproval.Decision, decision)
 
 
 def ledger_state_name(state: str) -> str:

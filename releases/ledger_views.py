@@ -62,7 +62,7 @@ def ledger_chart(rows: list[ledger_selectors.LedgerRow]) -> dict:
         else:
             about = gettext("budget raised")
         label = gettext("%(movement)s of ε %(amount)s · %(about)s") % {
-            "movement": _movement_kind(movement.kind),
+            "movement": movement.get_kind_display(),
             "amount": selectors.decimal_text(movement.epsilon),
             "about": plotly_text(about),
         }
@@ -86,18 +86,6 @@ def ledger_chart(rows: list[ledger_selectors.LedgerRow]) -> dict:
             "spent": pgettext("a line of the ledger's chart", "spent"),
         },
     }
-
-
-def _movement_kind(kind: str) -> str:
-    """A budget movement's kind (BudgetMovement.Kind's label) in the active language."""
-    kinds = {
-        BudgetMovement.Kind.OPENING: gettext("Opening budget"),
-        BudgetMovement.Kind.RESERVATION: gettext("Reservation"),
-        BudgetMovement.Kind.SPEND: gettext("Spend"),
-        BudgetMovement.Kind.REFUND: gettext("Refund"),
-        BudgetMovement.Kind.TOP_UP: gettext("Top-up"),
-    }
-    return kinds.get(kind, kind)
 
 
 def composition_text(composition: dict) -> dict:
